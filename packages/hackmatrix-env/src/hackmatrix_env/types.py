@@ -1,0 +1,152 @@
+"""State, params, observation and event types (pytrees of fixed shape).
+
+Dtypes are part of the contract (see ../shared/style.md §3) and are checked
+by a test after reset and after step: int8 for cell codes, kinds, hp,
+countdowns, positions; int32 for unbounded counters; bool for flags; float32
+for observation and reward.
+
+Pools (enemies, transmissions) are kept *compact in spec list order*: the
+alive entries occupy slots 0..count-1 in list order, appends write at slot
+``count``, and removal is a stable compaction. So slot order == list order
+(rules §2.7) and no spawn sequence number is needed.
+
+Shape symbols: E = MAX_ENEMIES, T = MAX_TRANSMISSIONS, L = MAX_OWNED_LIST,
+H = HISTORY_DEPTH, 6x6 grid indexed [row, col] with row 0 at the bottom.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+from flax import struct
+from gymnax.environments import environment
+
+
+@struct.dataclass
+class Player:  # rules §2.2
+    pos: jax.Array  # int8[2]   (row, col)
+    hp: jax.Array  # int8[]    0..3
+    credits: jax.Array  # int32[]
+    energy: jax.Array  # int32[]
+    siphons: jax.Array  # int32[]   data siphons held
+    score: jax.Array  # int32[]
+    attack: jax.Array  # int8[]    damage of a shot (ATK+ raises it, never reset)
+
+
+@struct.dataclass
+class Grid:  # rules §2.3-2.4; every field int8/bool[6, 6]
+    content: jax.Array  # int8[6,6]  Content (EMPTY, BLOCK, DATA_SIPHON, EXIT)
+    block_kind: jax.Array  # int8[6,6]  BlockKind (DATA/PROGRAM) where content == BLOCK
+    block_question: jax.Array  # bool[6,6]  block is an unrevealed question block
+    block_points: jax.Array  # int8[6,6]  data points (kept after siphon)
+    block_program: jax.Array  # int8[6,6]  program index 0..22 for program blocks
+    block_spawn: jax.Array  # int8[6,6]  transmissions owed when siphoned (0 after)
+    resource_kind: jax.Array  # int8[6,6]  Resource (NONE, CREDITS, ENERGY)
+    resource_amount: jax.Array  # int8[6,6]  stack size (0 when NONE)
+    siphoned: jax.Array  # bool[6,6]
+    center: jax.Array  # bool[6,6]  player stood here when siphoning (observation only)
+
+
+@struct.dataclass
+class Enemies:  # rules §2.5; pool compact in list order, alive entries first
+    kind: jax.Array  # int8[E]     EnemyKind
+    pos: jax.Array  # int8[E, 2]  (row, col)
+    hp: jax.Array  # int8[E]
+    disabled: jax.Array  # int8[E]     >0: cannot act (only inside an enemy phase)
+    stunned: jax.Array  # bool[E]
+    last_known: jax.Array  # int8[E, 2]  cryptog hint position
+    from_task: jax.Array  # bool[E]     scheduled-task origin (never a reward kill)
+    from_siphon: jax.Array  # bool[E]     siphon origin (siphon-death penalty, obs ch 6)
+    alive: jax.Array  # bool[E]
+
+
+@struct.dataclass
+class Transmissions:  # rules §2.6; pool compact in list order
+    pos: jax.Array  # int8[T, 2]
+    countdown: jax.Array  # int8[T]
+    kind: jax.Array  # int8[T]     EnemyKind it will hatch into
+    from_task: jax.Array  # bool[T]
+    from_siphon: jax.Array  # bool[T]
+    alive: jax.Array  # bool[T]
+
+
+@struct.dataclass
+class Snapshot:  # rules §11.1: what UNDO restores (leading dim H inside History)
+    player: Player
+    turn: jax.Array  # int32[]
+    owned_list: jax.Array  # int8[L]   program indices in acquisition order, -1 padded
+    num_owned: jax.Array  # int8[]
+    enemies: Enemies  # flags/disabled/stunned are cleared on restore
+    transmissions: Transmissions
+    grid: Grid
+    show_flag: jax.Array  # bool[]
+    calm_flag: jax.Array  # bool[]
+    atk_uses: jax.Array  # int8[]
+
+
+@struct.dataclass
+class History:  # rules §11: fixed-depth ring buffer of snapshots
+    snapshots: Snapshot  # every leaf has a leading H axis
+    top: jax.Array  # int32[]  slot the next push writes (mod H)
+    size: jax.Array  # int32[]  snapshots held (0..H)
+    lost: jax.Array  # int32[]  snapshots dropped because the ring was full
+
+
+@struct.dataclass
+class EnvState(environment.EnvState):
+    """Whole game state. ``time`` (from gymnax) counts env steps, ``turn`` game turns."""
+
+    player: Player
+    grid: Grid
+    enemies: Enemies
+    transmissions: Transmissions
+    owned_list: jax.Array  # int8[L]   program indices in acquisition order, -1 padded
+    num_owned: jax.Array  # int8[]
+    stage: jax.Array  # int8[]    1..8 (stays 8 after victory)
+    turn: jax.Array  # int32[]   real enemy phases this stage
+    task_interval: jax.Array  # int32[]
+    next_task_turn: jax.Array  # int32[]
+    pending_siphon_spawns: jax.Array  # int32[]
+    show_flag: jax.Array  # bool[]
+    calm_flag: jax.Array  # bool[]
+    step_flag: jax.Array  # bool[]
+    atk_uses: jax.Array  # int8[]    ATK+ uses this stage
+    exit_pos: jax.Array  # int8[2]
+    history: History
+    overflow: jax.Array  # bool[]    a fixed pool overflowed: no longer exact vs Swift
+
+
+@struct.dataclass
+class EnvParams(environment.EnvParams):
+    """Traced knobs. Shapes never depend on these."""
+
+    max_steps_in_episode: int = 1000
+    start_stage: int = 1  # curriculum: reset generates this stage (1 = the real game)
+
+
+class Observation(NamedTuple):
+    """What the agent sees (interface §3); the mask travels with it."""
+
+    player: jax.Array  # float32[10]
+    programs: jax.Array  # float32[23]  owned flags
+    grid: jax.Array  # float32[6, 6, 42]
+    action_mask: jax.Array  # bool[28]
+
+
+@struct.dataclass
+class StepEvents:
+    """What happened in a step that the reward reads but the state does not keep."""
+
+    invalid: jax.Array  # bool[]   action failed: state unchanged, reward 0, done
+    action_kind: jax.Array  # int8[]   ActionKind
+    kills: jax.Array  # int32[]  kill events (interface §4.7)
+    data_siphon_collected: jax.Array  # bool[]   a move picked up a data siphon
+    exit_reached: jax.Array  # bool[]   stage completed this step (victory included)
+    victory: jax.Array  # bool[]
+    enemy_phase_ran: jax.Array  # bool[]   a real (non-skipped) enemy phase ran
+    died_to_siphon_enemy: jax.Array  # bool[]   interface §1 step 7
+    siphon_missed_credits: jax.Array  # int32[]  interface §4.6 (0 unless foundBetter)
+    siphon_missed_energy: jax.Array  # int32[]
+    reset_wasteful: jax.Array  # bool[]   RESET used at hp 2 (program_waste)
+    dist_before: jax.Array  # int32[]  D0 (interface §4.5), 0 if no path
