@@ -32,16 +32,6 @@ def take_snapshot(state: EnvState) -> Snapshot:
     )
 
 
-def empty_history(template: EnvState) -> History:
-    """An empty ring whose slots have the shapes/dtypes of ``template``'s snapshot."""
-    snap = take_snapshot(template)
-    stacked = jax.tree.map(
-        lambda x: jnp.zeros((HISTORY_DEPTH, *jnp.shape(x)), jnp.asarray(x).dtype), snap
-    )
-    zero = jnp.int32(0)
-    return History(snapshots=stacked, top=zero, size=zero, lost=zero)
-
-
 def push_snapshot(state: EnvState) -> EnvState:
     """Push the current state (rules §7.2 step 8, §11.2)."""
     hist = state.history

@@ -150,3 +150,109 @@ class StepEvents:
     siphon_missed_energy: jax.Array  # int32[]
     reset_wasteful: jax.Array  # bool[]   RESET used at hp 2 (program_waste)
     dist_before: jax.Array  # int32[]  D0 (interface §4.5), 0 if no path
+
+
+def blank_state() -> EnvState:
+    """A state of the declared shapes and dtypes: empty board, no entities, fresh counters.
+
+    Not a game position by itself (the exit is unset); ``stage.reset_game`` and
+    ``scenario.state_from_json`` start from it. It fixes every dtype in one place.
+    """
+    import jax.numpy as jnp  # local: keeps this module's import surface tiny
+
+    from hackmatrix_env.constants import (
+        GRID_SIZE,
+        HISTORY_DEPTH,
+        INITIAL_TASK_INTERVAL,
+        MAX_ENEMIES,
+        MAX_HP,
+        MAX_OWNED_LIST,
+        MAX_TRANSMISSIONS,
+    )
+
+    i8, i32, b = jnp.int8, jnp.int32, jnp.bool_
+    g = (GRID_SIZE, GRID_SIZE)
+    player = Player(
+        pos=jnp.zeros(2, i8),
+        hp=i8(MAX_HP),
+        credits=i32(0),
+        energy=i32(0),
+        siphons=i32(0),
+        score=i32(0),
+        attack=i8(1),
+    )
+    grid = Grid(
+        content=jnp.zeros(g, i8),
+        block_kind=jnp.zeros(g, i8),
+        block_question=jnp.zeros(g, b),
+        block_points=jnp.zeros(g, i8),
+        block_program=jnp.zeros(g, i8),
+        block_spawn=jnp.zeros(g, i8),
+        resource_kind=jnp.zeros(g, i8),
+        resource_amount=jnp.zeros(g, i8),
+        siphoned=jnp.zeros(g, b),
+        center=jnp.zeros(g, b),
+    )
+    e = MAX_ENEMIES
+    enemies = Enemies(
+        kind=jnp.zeros(e, i8),
+        pos=jnp.zeros((e, 2), i8),
+        hp=jnp.zeros(e, i8),
+        disabled=jnp.zeros(e, i8),
+        stunned=jnp.zeros(e, b),
+        last_known=jnp.zeros((e, 2), i8),
+        from_task=jnp.zeros(e, b),
+        from_siphon=jnp.zeros(e, b),
+        alive=jnp.zeros(e, b),
+    )
+    t = MAX_TRANSMISSIONS
+    transmissions = Transmissions(
+        pos=jnp.zeros((t, 2), i8),
+        countdown=jnp.zeros(t, i8),
+        kind=jnp.zeros(t, i8),
+        from_task=jnp.zeros(t, b),
+        from_siphon=jnp.zeros(t, b),
+        alive=jnp.zeros(t, b),
+    )
+    owned_list = jnp.full(MAX_OWNED_LIST, -1, i8)
+    snapshot = Snapshot(
+        player=player,
+        turn=i32(0),
+        owned_list=owned_list,
+        num_owned=i8(0),
+        enemies=enemies,
+        transmissions=transmissions,
+        grid=grid,
+        show_flag=b(False),
+        calm_flag=b(False),
+        atk_uses=i8(0),
+    )
+    import jax as _jax
+
+    history = History(
+        snapshots=_jax.tree.map(lambda x: jnp.zeros((HISTORY_DEPTH, *x.shape), x.dtype), snapshot),
+        top=i32(0),
+        size=i32(0),
+        lost=i32(0),
+    )
+    return EnvState(
+        time=i32(0),
+        player=player,
+        grid=grid,
+        enemies=enemies,
+        transmissions=transmissions,
+        owned_list=owned_list,
+        num_owned=i8(0),
+        stage=i8(1),
+        turn=i32(0),
+        task_interval=i32(INITIAL_TASK_INTERVAL),
+        next_task_turn=i32(INITIAL_TASK_INTERVAL),
+        pending_siphon_spawns=i32(0),
+        show_flag=b(False),
+        calm_flag=b(False),
+        step_flag=b(False),
+        atk_uses=i8(0),
+        exit_pos=jnp.zeros(2, i8),
+        history=history,
+        overflow=b(False),
+    )
