@@ -72,13 +72,32 @@ class Transmissions:  # rules §2.6; pool compact in list order
 
 
 @struct.dataclass
+class SnapEnemies:  # enemies as a snapshot holds them (rules §11.1)
+    # disabled/stunned are always 0/False when a snapshot is pushed (after status clearing,
+    # rules §7.2 step 8) and provenance flags are cleared on restore, so they are not stored.
+    kind: jax.Array  # int8[E]
+    pos: jax.Array  # int8[E, 2]
+    hp: jax.Array  # int8[E]
+    last_known: jax.Array  # int8[E, 2]
+    alive: jax.Array  # bool[E]
+
+
+@struct.dataclass
+class SnapTransmissions:  # transmissions as a snapshot holds them (no provenance flags)
+    pos: jax.Array  # int8[T, 2]
+    countdown: jax.Array  # int8[T]
+    kind: jax.Array  # int8[T]
+    alive: jax.Array  # bool[T]
+
+
+@struct.dataclass
 class Snapshot:  # rules §11.1: what UNDO restores (leading dim H inside History)
     player: Player
     turn: jax.Array  # int32[]
     owned_list: jax.Array  # int8[L]   program indices in acquisition order, -1 padded
     num_owned: jax.Array  # int8[]
-    enemies: Enemies  # flags/disabled/stunned are cleared on restore
-    transmissions: Transmissions
+    enemies: SnapEnemies
+    transmissions: SnapTransmissions
     grid: Grid
     show_flag: jax.Array  # bool[]
     calm_flag: jax.Array  # bool[]
@@ -220,8 +239,19 @@ def blank_state() -> EnvState:
         turn=i32(0),
         owned_list=owned_list,
         num_owned=i8(0),
-        enemies=enemies,
-        transmissions=transmissions,
+        enemies=SnapEnemies(
+            kind=enemies.kind,
+            pos=enemies.pos,
+            hp=enemies.hp,
+            last_known=enemies.last_known,
+            alive=enemies.alive,
+        ),
+        transmissions=SnapTransmissions(
+            pos=transmissions.pos,
+            countdown=transmissions.countdown,
+            kind=transmissions.kind,
+            alive=transmissions.alive,
+        ),
         grid=grid,
         show_flag=b(False),
         calm_flag=b(False),
