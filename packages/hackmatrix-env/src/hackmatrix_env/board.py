@@ -1,0 +1,202 @@
+"""Cell queries and pool operations shared by the rule modules (layer 2).
+
+Pools (enemies, transmissions) are compact in spec list order (types.py): the
+alive entries sit in slots 0..count-1, so "the first entity on a cell" is the
+lowest matching slot (rules §2.7). Appends write at slot ``count``; removal is
+a stable compaction that also zeroes the freed slots, so a pool has exactly
+one representation (dead slots are all zeros).
+
+Positions are stored int8; every function here computes in int32.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from hackmatrix_env.constants import DIR_OFFSETS, GRID_SIZE, MAX_ENEMIES, MAX_TRANSMISSIONS, Content
+from hackmatrix_env.types import Enemies, Grid, Transmissions
+
+_ROWS = jnp.arange(GRID_SIZE, dtype=jnp.int32)
+
+
+def select_tree(pred: jax.Array, on_true, on_false):
+    """Leaf-wise ``where(pred, on_true, on_false)`` over two pytrees of equal structure."""
+    return jax.tree.map(lambda a, b: jnp.where(pred, a, b), on_true, on_false)
+
+
+def in_bounds(pos: jax.Array) -> jax.Array:
+    """bool[...]: ``pos`` (int[..., 2], (row, col)) lies on the 6x6 board (rules §1.1)."""
+    pos = pos.astype(jnp.int32)
+    return jnp.all((pos >= 0) & (pos < GRID_SIZE), axis=-1)
+
+
+def neighbour(pos: jax.Array, d: jax.Array) -> jax.Array:
+    """int32[2]: the cell next to ``pos`` in direction ``d`` (may be off the board; rules §1.2)."""
+    return pos.astype(jnp.int32) + jnp.asarray(DIR_OFFSETS, jnp.int32)[d]
+
+
+def cell_map(pos: jax.Array, valid: jax.Array | bool = True) -> jax.Array:
+    """bool[6,6]: one-hot map of the cell ``pos`` (all False if off the board or not ``valid``)."""
+    pos = pos.astype(jnp.int32)
+    hit = (_ROWS[:, None] == pos[0]) & (_ROWS[None, :] == pos[1])
+    return hit & valid
+
+
+def at_cell(cell_values: jax.Array, pos: jax.Array, fill=0) -> jax.Array:
+    """``cell_values[row, col]`` at ``pos``, or ``fill`` when ``pos`` is off the board."""
+    pos = pos.astype(jnp.int32)
+    ok = in_bounds(pos)
+    p = jnp.clip(pos, 0, GRID_SIZE - 1)
+    return jnp.where(ok, cell_values[p[0], p[1]], jnp.asarray(fill, cell_values.dtype))
+
+
+def block_map(grid: Grid) -> jax.Array:
+    """bool[6,6]: the cell holds a block, siphoned or not (rules §2.4)."""
+    return grid.content == Content.BLOCK
+
+
+def _pool_maps(pos: jax.Array, alive: jax.Array) -> jax.Array:
+    """bool[N,6,6]: per-slot one-hot cell maps of a pool (dead slots all False)."""
+    pos = pos.astype(jnp.int32)
+    rows = pos[:, 0, None, None] == _ROWS[None, :, None]
+    cols = pos[:, 1, None, None] == _ROWS[None, None, :]
+    return rows & cols & alive[:, None, None]
+
+
+def enemy_count_map(enemies: Enemies) -> jax.Array:
+    """int32[6,6]: number of alive enemies on each cell."""
+    return jnp.sum(_pool_maps(enemies.pos, enemies.alive), axis=0, dtype=jnp.int32)
+
+
+def enemy_occupancy_map(enemies: Enemies) -> jax.Array:
+    """bool[6,6]: at least one alive enemy stands on the cell."""
+    return jnp.any(_pool_maps(enemies.pos, enemies.alive), axis=0)
+
+
+def transmission_map(transmissions: Transmissions) -> jax.Array:
+    """bool[6,6]: at least one alive transmission is on the cell."""
+    return jnp.any(_pool_maps(transmissions.pos, transmissions.alive), axis=0)
+
+
+def _first_at(pos: jax.Array, alive: jax.Array, cell: jax.Array) -> tuple[jax.Array, jax.Array]:
+    match = alive & jnp.all(pos.astype(jnp.int32) == cell.astype(jnp.int32), axis=-1)
+    return jnp.any(match), jnp.argmax(match).astype(jnp.int32)
+
+
+def first_enemy_at(enemies: Enemies, cell: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """(found bool[], idx int32[]): the earliest enemy in list order on ``cell`` (rules §2.7).
+
+    ``idx`` is 0 when nothing is found.
+    """
+    return _first_at(enemies.pos, enemies.alive, cell)
+
+
+def first_transmission_at(
+    transmissions: Transmissions, cell: jax.Array
+) -> tuple[jax.Array, jax.Array]:
+    """(found bool[], idx int32[]): the earliest transmission in list order on ``cell``."""
+    return _first_at(transmissions.pos, transmissions.alive, cell)
+
+
+def num_alive(alive: jax.Array) -> jax.Array:
+    """int32[]: number of alive entries of a pool (= its length in list order)."""
+    return jnp.sum(alive, dtype=jnp.int32)
+
+
+def _write_slot(pool, slot: jax.Array, values: dict, ok: jax.Array):
+    """Write ``values`` (field -> value) into ``slot`` of ``pool`` where ``ok``."""
+    n = pool.alive.shape[0]
+    hit = (jnp.arange(n) == slot) & ok  # bool[N]
+    updates = {}
+    for name, value in values.items():
+        field = getattr(pool, name)
+        v = jnp.asarray(value).astype(field.dtype)
+        h = hit.reshape(hit.shape + (1,) * (field.ndim - 1))
+        updates[name] = jnp.where(h, v, field)
+    return pool.replace(**updates)
+
+
+def append_enemy(
+    enemies: Enemies,
+    *,
+    kind,
+    pos,
+    hp,
+    disabled=0,
+    stunned=False,
+    last_known=None,
+    from_task=False,
+    from_siphon=False,
+    valid=True,
+) -> tuple[Enemies, jax.Array]:
+    """Append one enemy at the end of the list (rules §2.7) where ``valid``.
+
+    Returns (enemies, overflowed): ``overflowed`` is True when ``valid`` but the
+    pool was full; the enemy is then dropped (see specs/env-core.md).
+    """
+    count = num_alive(enemies.alive)
+    valid = jnp.asarray(valid, jnp.bool_)
+    fits = count < MAX_ENEMIES
+    values = dict(
+        kind=kind,
+        pos=pos,
+        hp=hp,
+        disabled=disabled,
+        stunned=stunned,
+        last_known=pos if last_known is None else last_known,
+        from_task=from_task,
+        from_siphon=from_siphon,
+        alive=True,
+    )
+    return _write_slot(enemies, count, values, valid & fits), valid & ~fits
+
+
+def append_transmission(
+    transmissions: Transmissions,
+    *,
+    pos,
+    countdown,
+    kind,
+    from_task=False,
+    from_siphon=False,
+    valid=True,
+) -> tuple[Transmissions, jax.Array]:
+    """Append one transmission at the end of the list (rules §2.7) where ``valid``.
+
+    Returns (transmissions, overflowed), as ``append_enemy``.
+    """
+    count = num_alive(transmissions.alive)
+    valid = jnp.asarray(valid, jnp.bool_)
+    fits = count < MAX_TRANSMISSIONS
+    values = dict(
+        pos=pos,
+        countdown=countdown,
+        kind=kind,
+        from_task=from_task,
+        from_siphon=from_siphon,
+        alive=True,
+    )
+    return _write_slot(transmissions, count, values, valid & fits), valid & ~fits
+
+
+def _compact(pool):
+    order = jnp.argsort(~pool.alive, stable=True)
+    alive = pool.alive[order]
+
+    def gather(x):
+        y = x[order]
+        keep = alive.reshape(alive.shape + (1,) * (y.ndim - 1))
+        return jnp.where(keep, y, jnp.zeros((), y.dtype))
+
+    return jax.tree.map(gather, pool)
+
+
+def compact_enemies(enemies: Enemies) -> Enemies:
+    """Remove dead enemies, keeping list order; freed slots are zeroed (rules §2.7)."""
+    return _compact(enemies)
+
+
+def compact_transmissions(transmissions: Transmissions) -> Transmissions:
+    """Remove dead transmissions, keeping list order; freed slots are zeroed (rules §2.7)."""
+    return _compact(transmissions)

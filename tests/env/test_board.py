@@ -1,0 +1,97 @@
+"""board.py: cell maps, first-in-list-order lookups, pool append and compaction."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from hackmatrix_env import board
+from hackmatrix_env.constants import MAX_ENEMIES, MAX_TRANSMISSIONS, Content, EnemyKind
+from hackmatrix_env.types import blank_state
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+
+def _enemies(entries):
+    """entries: list of (kind, (row, col)) appended in order."""
+    e = blank_state().enemies
+    for kind, pos in entries:
+        e, over = board.append_enemy(e, kind=kind, pos=jnp.array(pos), hp=2)
+        assert not bool(over)
+    return e
+
+
+def test_in_bounds_and_neighbour():
+    assert bool(board.in_bounds(jnp.array([0, 5])))
+    assert not bool(board.in_bounds(jnp.array([6, 0])))
+    assert not bool(board.in_bounds(jnp.array([0, -1])))
+    # UP is row + 1 (rules §1.2)
+    np.testing.assert_array_equal(board.neighbour(jnp.array([2, 3]), 0), [3, 3])
+    np.testing.assert_array_equal(board.neighbour(jnp.array([2, 3]), 1), [1, 3])
+    np.testing.assert_array_equal(board.neighbour(jnp.array([2, 3]), 2), [2, 2])
+    np.testing.assert_array_equal(board.neighbour(jnp.array([2, 3]), 3), [2, 4])
+
+
+def test_block_map_counts_siphoned_blocks():
+    g = blank_state().grid
+    content = g.content.at[1, 2].set(Content.BLOCK).at[3, 3].set(Content.EXIT)
+    g = g.replace(content=content, siphoned=g.siphoned.at[1, 2].set(True))
+    m = np.asarray(board.block_map(g))
+    assert m[1, 2] and m.sum() == 1
+
+
+def test_first_enemy_is_lowest_slot_on_cell():
+    e = _enemies(
+        [(EnemyKind.VIRUS, (1, 1)), (EnemyKind.DAEMON, (2, 2)), (EnemyKind.GLITCH, (2, 2))]
+    )
+    found, idx = board.first_enemy_at(e, jnp.array([2, 2]))
+    assert bool(found) and int(idx) == 1
+    found, _ = board.first_enemy_at(e, jnp.array([0, 0]))
+    assert not bool(found)
+    counts = np.asarray(board.enemy_count_map(e))
+    assert counts[2, 2] == 2 and counts[1, 1] == 1 and counts.sum() == 3
+    assert np.asarray(board.enemy_occupancy_map(e)).sum() == 2
+
+
+def test_compaction_keeps_order_and_zeroes_tail():
+    e = _enemies([(k % 4, (k % 6, k // 6)) for k in range(6)])
+    e = e.replace(alive=e.alive.at[1].set(False).at[4].set(False))
+    c = board.compact_enemies(e)
+    np.testing.assert_array_equal(np.asarray(c.kind[:4]), [0, 2, 3, 1])
+    assert np.asarray(c.alive).sum() == 4 and bool(jnp.all(c.alive[:4]))
+    assert int(jnp.abs(c.pos[4:].astype(jnp.int32)).sum()) == 0
+    assert int(jnp.abs(c.kind[4:].astype(jnp.int32)).sum()) == 0
+
+
+def test_append_overflow_reports_and_drops():
+    e = blank_state().enemies.replace(alive=jnp.ones(MAX_ENEMIES, jnp.bool_))
+    e2, over = board.append_enemy(e, kind=1, pos=jnp.array([3, 3]), hp=3)
+    assert bool(over)
+    jax.tree.map(np.testing.assert_array_equal, e, e2)
+    t = blank_state().transmissions
+    t, over = board.append_transmission(t, pos=jnp.array([1, 4]), countdown=1, kind=2)
+    assert not bool(over) and int(board.num_alive(t.alive)) == 1
+    assert t.countdown.dtype == jnp.int8 and t.pos.dtype == jnp.int8
+    t_full = t.replace(alive=jnp.ones(MAX_TRANSMISSIONS, jnp.bool_))
+    _, over = board.append_transmission(t_full, pos=jnp.array([1, 4]), countdown=1, kind=2)
+    assert bool(over)
+    _, over = board.append_transmission(
+        t_full, pos=jnp.array([1, 4]), countdown=1, kind=2, valid=False
+    )
+    assert not bool(over)
+
+
+@settings(deadline=None, max_examples=30)
+@given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 5), st.booleans()), max_size=12))
+def test_compaction_matches_python_filter(items):
+    e = _enemies([(i % 4, (r, c)) for i, (r, c, _) in enumerate(items)])
+    keep = np.zeros(MAX_ENEMIES, bool)
+    keep[: len(items)] = [k for *_, k in items]
+    c = board.compact_enemies(e.replace(alive=jnp.asarray(keep)))
+    expected = [(i % 4, r, col) for i, (r, col, k) in enumerate(items) if k]
+    got = [
+        (int(c.kind[i]), int(c.pos[i, 0]), int(c.pos[i, 1]))
+        for i in range(MAX_ENEMIES)
+        if c.alive[i]
+    ]
+    assert got == expected
