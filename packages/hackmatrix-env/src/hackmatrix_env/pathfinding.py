@@ -1,0 +1,246 @@
+"""Fixed-length wavefront BFS on bitboards (layer 2).
+
+Two searches live here:
+
+* ``bfs_distance`` — the reward's distance shaping (interface §4.5): any block
+  is a wall, the goal is always enterable, "no path" is reported as -1.
+* ``enemy_next_cell`` — an enemy's move (rules §7.6): three tiers, canonical
+  tie-break Up, Down, Left, Right.
+
+Board sets are bitboards: a pair ``(lo, hi)`` of int32 scalars, ``lo`` holding
+rows 0-2 and ``hi`` rows 3-5, bit ``(row % 3) * 6 + col``. One BFS layer is a
+handful of scalar shifts and masks, so under ``vmap`` a layer costs a few
+vector ops over the batch. Every search runs a fixed number of layers (at most
+35 on 36 cells), unrolled, with no ``while_loop``.
+
+Why the enemy rule is a wavefront from the player: the reference BFS from the
+enemy (FIFO, canonical expansion, visited-on-enqueue) returns the
+lexicographically smallest shortest path, whose first step is the first
+neighbour of the enemy, in canonical order, with minimal distance to the
+player. So we grow the wavefront from the player and stop looking at the
+first layer that touches a usable neighbour of the enemy; the first such
+neighbour in canonical order is the move.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from hackmatrix_env.constants import DIR_OFFSETS, GRID_SIZE, NUM_CELLS
+
+_ROW_BITS = 0x3F  # one row of 6 cells
+_WORD = (1 << 18) - 1  # 3 rows
+_NOT_COL0 = sum(0x3E << (6 * r) for r in range(3))  # every cell but col 0
+_NOT_COL5 = sum(0x1F << (6 * r) for r in range(3))  # every cell but col 5
+MAX_LAYERS = NUM_CELLS - 1  # a shortest path on 36 cells has at most 35 steps
+UNREACHABLE = 99  # distance-map value of an unreachable cell
+
+Bits = tuple[jax.Array, jax.Array]  # (lo, hi) int32 scalars
+
+# Cell weights: bit of (row, col) inside its word, and which word.
+_r, _c = jnp.meshgrid(jnp.arange(GRID_SIZE), jnp.arange(GRID_SIZE), indexing="ij")
+_CELL_BIT = ((_r % 3) * 6 + _c).astype(jnp.int32)  # int32[6,6]
+_CELL_HI = _r >= 3  # bool[6,6]
+_CELL_WEIGHT = jnp.left_shift(jnp.int32(1), _CELL_BIT)  # int32[6,6]
+
+
+def bits_from_map(cell_map: jax.Array) -> Bits:
+    """Bitboard of a bool[6,6] map."""
+    w = jnp.where(cell_map, _CELL_WEIGHT, 0)
+    return jnp.sum(w[:3]), jnp.sum(w[3:])
+
+
+def bits_of_cell(pos: jax.Array, valid: jax.Array | bool = True) -> Bits:
+    """Bitboard holding just ``pos`` (empty if off the board or not ``valid``)."""
+    pos = pos.astype(jnp.int32)
+    r, c = pos[0], pos[1]
+    ok = (r >= 0) & (r < GRID_SIZE) & (c >= 0) & (c < GRID_SIZE) & valid
+    bit = jnp.left_shift(jnp.int32(1), jnp.clip((r % 3) * 6 + c, 0, 17))
+    lo = jnp.where(ok & (r < 3), bit, 0)
+    hi = jnp.where(ok & (r >= 3), bit, 0)
+    return lo, hi
+
+
+def has_bit(bits: Bits, pos: jax.Array) -> jax.Array:
+    """bool[]: ``pos`` is in the set (False when off the board)."""
+    cell = bits_of_cell(pos)
+    return ((bits[0] & cell[0]) | (bits[1] & cell[1])) != 0
+
+
+def map_from_bits(bits: Bits) -> jax.Array:
+    """bool[6,6] map of a bitboard."""
+    word = jnp.where(_CELL_HI, bits[1], bits[0])
+    return (jnp.right_shift(word, _CELL_BIT) & 1) == 1
+
+
+def expand(bits: Bits) -> Bits:
+    """The 4-neighbourhood of a set (the set itself not included)."""
+    lo, hi = bits
+    lo_n = (
+        ((lo << 1) & _NOT_COL0)
+        | ((lo >> 1) & _NOT_COL5)
+        | ((lo << 6) & _WORD)
+        | (lo >> 6)
+        | ((hi & _ROW_BITS) << 12)
+    )
+    hi_n = (
+        ((hi << 1) & _NOT_COL0)
+        | ((hi >> 1) & _NOT_COL5)
+        | ((hi << 6) & _WORD)
+        | (hi >> 6)
+        | (lo >> 12)
+    )
+    return lo_n, hi_n
+
+
+def _and(a: Bits, b: Bits) -> Bits:
+    return a[0] & b[0], a[1] & b[1]
+
+
+def _or(a: Bits, b: Bits) -> Bits:
+    return a[0] | b[0], a[1] | b[1]
+
+
+def _andnot(a: Bits, b: Bits) -> Bits:
+    return a[0] & ~b[0], a[1] & ~b[1]
+
+
+def _nonempty(a: Bits) -> jax.Array:
+    return (a[0] | a[1]) != 0
+
+
+def distance_layers(passable: Bits, source: Bits, num_layers: int = MAX_LAYERS) -> Bits:
+    """Visited sets after 0..num_layers BFS layers from ``source`` through ``passable``.
+
+    Returns (lo, hi) int32[num_layers + 1]; layer k holds every cell at distance <= k.
+    ``source`` itself need not be passable (it is always a start).
+    """
+
+    def layer(visited, _):
+        new = _andnot(_and(expand(visited), passable), visited)
+        visited = _or(visited, new)
+        return visited, visited
+
+    _, stack = lax.scan(layer, source, None, length=num_layers, unroll=True)
+    return (
+        jnp.concatenate([source[0][None], stack[0]]),
+        jnp.concatenate([source[1][None], stack[1]]),
+    )
+
+
+def distance_map(passable: Bits, source: Bits) -> jax.Array:
+    """int32[6,6]: BFS distance from ``source`` through ``passable``; UNREACHABLE if none."""
+    lo, hi = distance_layers(passable, source)
+    word = jnp.where(_CELL_HI[None], hi[:, None, None], lo[:, None, None])  # [L+1,6,6]
+    reached = (jnp.right_shift(word, _CELL_BIT[None]) & 1) == 1
+    dist = jnp.sum(~reached, axis=0, dtype=jnp.int32)
+    return jnp.where(reached[-1], dist, UNREACHABLE)
+
+
+def bfs_distance(block_map: jax.Array, start: jax.Array, goal: jax.Array) -> jax.Array:
+    """int32[]: shaping distance from ``start`` to ``goal`` (interface §4.5); -1 if no path.
+
+    Every block is a wall except the goal, which is always enterable; the start
+    is expanded even if it holds a block. Enemies etc. are not obstacles.
+    """
+    goal_bits = bits_of_cell(goal)
+    passable = _or(bits_from_map(~block_map), goal_bits)
+    lo, hi = distance_layers(passable, bits_of_cell(start))
+    reached = ((lo & goal_bits[0]) | (hi & goal_bits[1])) != 0  # bool[L+1]
+    dist = jnp.sum(~reached, dtype=jnp.int32)
+    return jnp.where(reached[-1], dist, -1)
+
+
+def neighbour_cells(pos: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """(int32[4,2] cells, bool[4] on board): the 4 neighbours in canonical order."""
+    cells = pos.astype(jnp.int32)[None, :] + jnp.asarray(DIR_OFFSETS, jnp.int32)
+    inb = jnp.all((cells >= 0) & (cells < GRID_SIZE), axis=-1)
+    return cells, inb
+
+
+def first_layer_hit(passable: Bits, goal: Bits, targets: Bits, num_layers: int) -> Bits:
+    """Cells of ``targets`` in the first BFS layer from ``goal`` that touches ``targets``.
+
+    The wavefront starts at ``goal`` (layer 0) and grows through ``passable``;
+    the result is empty if no layer within ``num_layers`` reaches a target.
+    """
+
+    def layer(carry, _):
+        frontier, visited, hit = carry
+        new = _andnot(_and(expand(frontier), passable), visited)
+        visited = _or(visited, new)
+        found = _nonempty(hit)
+        tn = _and(new, targets)
+        hit = (jnp.where(found, hit[0], tn[0]), jnp.where(found, hit[1], tn[1]))
+        return (new, visited, hit), None
+
+    hit0 = _and(goal, targets)
+    (_, _, hit), _ = lax.scan(layer, (goal, goal, hit0), None, length=num_layers, unroll=True)
+    return hit
+
+
+def enemy_next_cell(
+    pos: jax.Array,
+    player: jax.Array,
+    passable: Bits,
+    occupied: Bits,
+    tier2_dist: jax.Array,
+) -> jax.Array:
+    """int32[2]: where an enemy at ``pos`` moves (rules §7.6); ``pos`` itself if it stays.
+
+    Only for an enemy that is not adjacent to the player (an adjacent one attacks).
+
+    Args:
+      pos: int[2] enemy cell e.
+      player: int[2] player cell t.
+      passable: cells x with pass(x) for this enemy (on board, and glitch or no block).
+      occupied: Occ — cells of all alive enemies (this one's own cell included, which
+        is harmless: the reference never re-enters it) and of all transmissions.
+      tier2_dist: int32[6,6] distance to t through ``passable`` ignoring occupancy
+        (UNREACHABLE where none, everywhere if not pass(t)).
+    """
+    pos = pos.astype(jnp.int32)
+    player = player.astype(jnp.int32)
+    cells, inb = neighbour_cells(pos)
+    goal = bits_of_cell(player)
+    can_path = has_bit(passable, player) & jnp.any(pos != player)
+
+    nb_pass = jax.vmap(lambda c: has_bit(passable, c))(cells) & inb  # bool[4]
+    nb_occ = jax.vmap(lambda c: has_bit(occupied, c))(cells)  # bool[4]
+    free = nb_pass & ~nb_occ  # usable in tier 1 and tier 3
+
+    # Tier 1: shortest path avoiding Occ.
+    nb_bits = jax.vmap(lambda c, ok: bits_of_cell(c, ok))(cells, free)
+    targets = (jnp.sum(nb_bits[0]), jnp.sum(nb_bits[1]))  # distinct cells: sum == or
+    hit = first_layer_hit(_andnot(passable, occupied), goal, targets, MAX_LAYERS - 1)
+    hit_dir = ((nb_bits[0] & hit[0]) | (nb_bits[1] & hit[1])) != 0  # bool[4]
+    tier1 = can_path & jnp.any(hit_dir)
+    dir1 = jnp.argmax(hit_dir)
+
+    # Tier 2: shortest path ignoring occupancy; nothing if the step is occupied.
+    clipped = jnp.clip(cells, 0, GRID_SIZE - 1)
+    d2 = jnp.where(nb_pass, tier2_dist[clipped[:, 0], clipped[:, 1]], UNREACHABLE)
+    dir2 = jnp.argmin(d2)
+    tier2 = can_path & (d2[dir2] < UNREACHABLE) & ~nb_occ[dir2]
+
+    # Tier 3: greedy Manhattan step among free neighbours, even away from t.
+    manhattan = jnp.sum(jnp.abs(cells - player[None]), axis=-1)
+    d3 = jnp.where(free, manhattan, 1000)
+    dir3 = jnp.argmin(d3)
+    tier3 = jnp.any(free)
+
+    d = jnp.where(tier1, dir1, jnp.where(tier2, dir2, dir3))
+    moves = tier1 | tier2 | tier3
+    return jnp.where(moves, cells[d], pos)
+
+
+def tier2_distance_map(passable: Bits, player: jax.Array) -> jax.Array:
+    """int32[6,6]: distance to ``player`` ignoring occupancy (rules §7.6 tier 2).
+
+    All UNREACHABLE when the player's own cell is not passable (pass(t) false).
+    """
+    goal = bits_of_cell(player)
+    dist = distance_map(passable, goal)
+    return jnp.where(has_bit(passable, player), dist, UNREACHABLE)
