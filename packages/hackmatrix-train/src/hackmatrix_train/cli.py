@@ -1,0 +1,360 @@
+"""``hm-train`` and ``hm-eval``: argument parsing and the host training loop.
+
+The host loop calls the jitted chunk of ``log_interval`` updates, then logs (console + wandb) and
+checkpoints between chunks: every ``--save-interval`` updates, every ``--save-interval-minutes``,
+at the end, and on Ctrl+C. ``--resume`` restores the whole runner state and runs only the
+remaining updates, so an interrupted-and-resumed run equals an uninterrupted one bit for bit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+from hackmatrix_train.config import NETWORKS, TrainConfig, describe_plan, plan
+
+# Flags that may differ from the checkpoint's config on --resume (they change no state shape).
+RESUME_MUTABLE = {
+    "total_timesteps", "log_interval", "no_wandb", "project", "entity", "save_interval",
+    "save_interval_minutes", "checkpoint_dir", "keep_checkpoints", "no_artifact", "resume",
+    "rewind", "run_suffix", "auto_tune",
+}  # fmt: skip
+
+
+def parse_count(text: str) -> int:
+    """``10M``, ``500k``, ``1e7``, ``1_000_000`` -> int."""
+    t = text.strip().lower().replace("_", "").replace(",", "")
+    mult = {"k": 10**3, "m": 10**6, "g": 10**9, "b": 10**9}.get(t[-1:], 1)
+    if mult != 1:
+        t = t[:-1]
+    try:
+        value = float(t) * mult
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a count: {text!r} (e.g. 10M, 500k, 1e7)") from None
+    if value < 0 or not math.isfinite(value) or value != int(value):
+        raise argparse.ArgumentTypeError(f"not a whole non-negative count: {text!r}")
+    return int(value)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    d = TrainConfig()
+    p = argparse.ArgumentParser(
+        prog="hm-train",
+        description="Masked-categorical PPO on HackMatrix (PureJaxRL style, whole update jitted).",
+        argument_default=argparse.SUPPRESS,
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+
+    def add(flag, **kw):
+        dest = flag.lstrip("-").replace("-", "_")
+        if kw.get("action") != "store_true":
+            kw.setdefault("type", type(getattr(d, dest)) if getattr(d, dest) is not None else str)
+        kw["help"] = kw.get("help", "") + f" (default: {getattr(d, dest)})"
+        p.add_argument(flag, dest=dest, **kw)
+
+    add("--num-envs", help="parallel environments")
+    add("--num-steps", help="steps per env per rollout")
+    add("--total-timesteps", type=parse_count, help="env steps to train (10M, 5e6, ...)")
+    add("--lr", help="Adam learning rate")
+    add("--anneal-lr", action="store_true", help="linear LR decay to 0")
+    add("--gamma")
+    add("--gae-lambda")
+    add("--num-minibatches")
+    add("--update-epochs")
+    add("--clip-eps")
+    add("--vf-coef")
+    add("--ent-coef", help="entropy coefficient (start value when annealed)")
+    add("--ent-coef-end", type=float, help="anneal the entropy coefficient linearly to this")
+    add("--max-grad-norm")
+    add("--reward-scale", help="multiply rewards by this inside the loss")
+    add("--network", choices=NETWORKS, help="mlp (flattened obs) or grid (conv over 6x6 cells)")
+    add("--hidden-dim")
+    add("--num-layers")
+    add("--max-steps-in-episode", help="truncation limit (EnvParams)")
+    add("--start-stage", help="curriculum: episodes start at this stage (EnvParams)")
+    add("--log-interval", help="updates per jitted chunk / log line")
+    add("--no-wandb", action="store_true", help="disable wandb")
+    add("--project", help="wandb project")
+    add("--entity", help="wandb entity")
+    add("--run-name", help="run name (default: derived from the config)")
+    add("--run-suffix", help="appended to the run name")
+    add("--resume", help="checkpoint file or run directory to continue")
+    add("--rewind", type=int, help="with --resume DIR: use the latest checkpoint <= this update")
+    add("--save-interval", type=int, help="also checkpoint every N updates")
+    add("--save-interval-minutes", help="checkpoint every N minutes")
+    add("--checkpoint-dir", help="root of run directories")
+    add("--keep-checkpoints", help="full checkpoints kept per run")
+    add(
+        "--no-artifact", action="store_true", help="do not log the final params as a wandb artifact"
+    )
+    add("--seed")
+    add("--auto-tune", action="store_true", help="pick num_envs for the hardware")
+    p.add_argument(
+        "--distributed",
+        action="store_true",
+        default=False,
+        help="call jax.distributed.initialize() first (multi-host; env vars configure it)",
+    )
+    return p
+
+
+def default_run_name(cfg: TrainConfig) -> str:
+    name = cfg.run_name or (
+        f"ppo-{cfg.network}-{cfg.num_envs}x{cfg.num_steps}-s{cfg.seed}"
+        + (f"-stage{cfg.start_stage}" if cfg.start_stage != 1 else "")
+    )
+    return name + (f"-{cfg.run_suffix}" if cfg.run_suffix else "")
+
+
+def config_from_args(args: argparse.Namespace) -> tuple[TrainConfig, frozenset[str]]:
+    ns = {k: v for k, v in vars(args).items() if k != "distributed"}
+    explicit = frozenset(ns)
+    return TrainConfig(**ns), explicit
+
+
+def _merge_resume(saved: TrainConfig, given: TrainConfig, explicit: frozenset[str]) -> TrainConfig:
+    bad = [
+        k for k in explicit - RESUME_MUTABLE if getattr(given, k) != getattr(saved, k)
+    ]  # fmt: skip
+    if bad:
+        raise SystemExit(
+            "error: --resume keeps the run's configuration; these flags differ from the "
+            f"checkpoint: {', '.join('--' + b.replace('_', '-') for b in sorted(bad))}"
+        )
+    return saved.replace(**{k: getattr(given, k) for k in explicit & RESUME_MUTABLE})
+
+
+def run(cfg: TrainConfig, explicit=frozenset(), env=None, env_params=None, out=print) -> dict:
+    """Train (or resume) with ``cfg``; returns a summary dict. ``env`` defaults to HackMatrix."""
+    import jax
+    import numpy as np
+
+    from hackmatrix_train import checkpoint as ckpt
+    from hackmatrix_train.logging import Clock, WandbLogger, format_progress
+    from hackmatrix_train.loop import make_train
+
+    devices = jax.devices()
+    resume_path, meta = None, {}
+    if cfg.rewind is not None and cfg.resume is None:
+        raise SystemExit("error: --rewind needs --resume RUN_DIR")
+    if cfg.resume is not None:
+        try:
+            resume_path = ckpt.resolve_checkpoint(cfg.resume, cfg.rewind)
+            meta = ckpt.read_meta(resume_path)
+            saved = TrainConfig.from_dict(meta["config"])
+        except (ckpt.CheckpointError, ValueError, KeyError) as e:
+            raise SystemExit(f"error: cannot resume: {e}") from None
+        cfg = _merge_resume(saved, cfg, explicit)
+        run_name = meta.get("run_name") or default_run_name(cfg)
+    else:
+        cfg = plan(cfg, explicit, len(devices), devices[0].platform)
+        run_name = default_run_name(cfg)
+    try:
+        trainer = make_train(cfg, env, env_params)
+    except ValueError as e:
+        raise SystemExit(f"error: {e}") from None
+    run_dir = Path(cfg.checkpoint_dir) / run_name
+    out(describe_plan(cfg, trainer.num_devices))
+    out(f"run {run_name}: checkpoints in {run_dir}")
+
+    if resume_path is not None:
+        try:
+            host, meta = ckpt.load_checkpoint(resume_path, trainer.abstract_runner())
+        except ckpt.CheckpointError as e:
+            raise SystemExit(f"error: cannot resume: {e}") from None
+        runner = trainer.place(host)
+        out(f"resumed from {resume_path} at update {meta['update']}")
+    else:
+        runner = trainer.init()
+
+    batch = cfg.batch_size
+    num_updates = trainer.num_updates
+    update = int(jax.device_get(runner.update))
+    config_dict = cfg.to_dict()
+    logger = WandbLogger(
+        enabled=not cfg.no_wandb and jax.process_index() == 0,
+        project=cfg.project,
+        entity=cfg.entity,
+        name=run_name,
+        config=config_dict,
+        run_id=meta.get("wandb_id"),
+    )
+
+    out("compiling ...")
+    t0 = time.perf_counter()
+    trainer.compile(runner)
+    compile_s = time.perf_counter() - t0
+    out(f"compiled in {compile_s:.1f}s; training {num_updates - update} updates")
+
+    def save(r, why: str) -> Path:
+        u = int(jax.device_get(r.update))
+        m = {
+            "run_name": run_name,
+            "env_steps": u * batch,
+            "num_devices": trainer.num_devices,
+            "wandb_id": logger.id,
+            "reason": why,
+            "saved_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "jax_version": jax.__version__,
+        }
+        path = ckpt.save_checkpoint(run_dir, r, config_dict, m, keep=cfg.keep_checkpoints)
+        out(f"checkpoint ({why}) update {u}: {path}")
+        return path
+
+    clock = Clock()
+    last_save_t = time.monotonic()
+    last_saved_update = update if resume_path is not None else -1
+    metrics: dict = {}
+    interrupted = False
+    try:
+        while update < num_updates:
+            n = min(cfg.log_interval, num_updates - update)
+            if cfg.save_interval:
+                n = min(n, cfg.save_interval - update % cfg.save_interval)
+            clock.start()
+            new_runner, m = trainer.run_chunk(runner, n)
+            m = jax.device_get(m)
+            sps = clock.stop(n * batch)
+            runner, update = new_runner, update + n
+            metrics = {k: float(np.asarray(v)) for k, v in m.items()}
+            metrics["train/steps_per_second"] = sps
+            metrics["train/env_steps"] = float(update * batch)
+            eta = clock.eta((num_updates - update) * batch)
+            out(format_progress(update, num_updates, update * batch, sps, eta, metrics))
+            logger.log(metrics, step=update * batch)
+            due_updates = bool(cfg.save_interval) and update % cfg.save_interval == 0
+            due_time = time.monotonic() - last_save_t >= cfg.save_interval_minutes * 60
+            if (due_updates or due_time) and update < num_updates:
+                save(runner, "interval" if due_updates else "timer")
+                last_save_t, last_saved_update = time.monotonic(), update
+    except KeyboardInterrupt:
+        interrupted = True
+        out("interrupted: saving the last completed update ...")
+    path = None
+    if update != last_saved_update:
+        path = save(runner, "interrupt" if interrupted else "final")
+        last_saved_update = update
+    if path is not None and not interrupted and not cfg.no_artifact:
+        logger.log_artifact(str(run_dir / "params.msgpack"), f"{run_name}-params")
+    logger.finish()
+    return {
+        "run_dir": str(run_dir),
+        "update": update,
+        "env_steps": update * batch,
+        "compile_seconds": compile_s,
+        "train_seconds": clock.train_seconds,
+        "steps_per_second": clock.steps / clock.train_seconds if clock.train_seconds else math.nan,
+        "metrics": metrics,
+        "interrupted": interrupted,
+        "runner": runner,
+        "config": cfg,
+    }
+
+
+def train_main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.distributed:
+        import jax
+
+        jax.distributed.initialize()
+    cfg, explicit = config_from_args(args)
+    result = run(cfg, explicit)
+    return 130 if result["interrupted"] else 0
+
+
+# ---- hm-eval --------------------------------------------------------------------------------
+def build_eval_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="hm-eval", description="Evaluate a HackMatrix policy.")
+    p.add_argument("checkpoint", help="params.msgpack, ckpt_*.msgpack or a run directory")
+    p.add_argument("--episodes", type=int, default=100)
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--greedy", dest="greedy", action="store_true", default=True)
+    mode.add_argument("--sampled", dest="greedy", action="store_false")
+    p.add_argument("--random", action="store_true", help="ignore the params: uniform masked policy")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--start-stage", type=int, default=None, help="override the run's start stage")
+    p.add_argument("--max-steps-in-episode", type=int, default=None)
+    p.add_argument("--json", default=None, help="write the summary JSON here ('-' = stdout)")
+    return p
+
+
+def evaluate_checkpoint(
+    path, episodes=100, greedy=True, seed=0, start_stage=None, max_steps=None, random=False,
+    env=None, env_params=None,
+) -> dict:  # fmt: skip
+    """Evaluate a saved policy (or the random masked policy); returns the summary dict."""
+    import jax
+
+    from hackmatrix_train import checkpoint as ckpt
+    from hackmatrix_train.evaluate import make_evaluate, summarize
+    from hackmatrix_train.network import make_network
+
+    if episodes < 1:
+        raise ValueError("--episodes must be >= 1")
+    flat, meta = ckpt.load_params(path)
+    cfg = TrainConfig.from_dict(meta["config"])
+    if start_stage is not None:
+        cfg = cfg.replace(start_stage=start_stage)
+    if max_steps is not None:
+        cfg = cfg.replace(max_steps_in_episode=max_steps)
+    program_names = ()
+    if env is None:
+        from hackmatrix_env import EnvParams, HackMatrix
+        from hackmatrix_env.constants import PROGRAM_NAMES
+
+        env, program_names = HackMatrix(), PROGRAM_NAMES
+        env_params = EnvParams(
+            max_steps_in_episode=cfg.max_steps_in_episode, start_stage=cfg.start_stage
+        )
+    elif env_params is None:
+        env_params = env.default_params
+    obs, _ = jax.eval_shape(env.reset, jax.random.key(0), env_params)
+    num_actions = obs.action_mask.shape[-1]
+    net = make_network(cfg.network, num_actions, cfg.hidden_dim, cfg.num_layers)
+    one = jax.tree.map(lambda s: jax.ShapeDtypeStruct((1, *s.shape), s.dtype), obs)
+    template = jax.eval_shape(net.init, jax.random.key(0), one)
+    params = ckpt.unflatten_state(flat, template, source=str(path))
+    evaluate = make_evaluate(
+        env, env_params, None if random else net.apply, episodes,
+        int(env_params.max_steps_in_episode), greedy,
+    )  # fmt: skip
+    result = evaluate(params, jax.random.key(seed))
+    summary = summarize(jax.device_get(result), program_names)
+    summary["policy"] = "random" if random else ("greedy" if greedy else "sampled")
+    summary["checkpoint"] = str(path)
+    summary["update"] = meta.get("update")
+    summary["env_steps"] = meta.get("env_steps")
+    summary["start_stage"] = cfg.start_stage
+    return summary
+
+
+def eval_main(argv=None) -> int:
+    from hackmatrix_train import checkpoint as ckpt
+    from hackmatrix_train.evaluate import format_table
+
+    args = build_eval_parser().parse_args(argv)
+    try:
+        summary = evaluate_checkpoint(
+            args.checkpoint, args.episodes, args.greedy, args.seed, args.start_stage,
+            args.max_steps_in_episode, args.random,
+        )  # fmt: skip
+    except (ckpt.CheckpointError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(format_table(summary, f"hm-eval {args.checkpoint} ({summary['policy']})"))
+    if args.json:
+        text = json.dumps(summary, indent=1)
+        if args.json == "-":
+            print(text)
+        else:
+            Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+            Path(args.json).write_text(text)
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(train_main())

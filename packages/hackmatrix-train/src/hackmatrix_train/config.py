@@ -1,0 +1,185 @@
+"""Training configuration: a frozen dataclass whose defaults are the CLI defaults, plus ``plan``.
+
+``plan`` is pure: it turns a user config (and the set of flags given explicitly) into the config
+actually trained, with the auto-scaling of minibatches/epochs for large batches (specs/train.md §5).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+
+TARGET_MINIBATCH = 8192  # auto-scaling keeps num_envs * num_steps / num_minibatches near this
+MIN_EPOCHS = 2  # auto-scaling never lowers update_epochs below this
+NETWORKS = ("mlp", "grid")
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Every hyperparameter of a run. Field names are the CLI flags with ``-`` -> ``_``."""
+
+    # rollout / batch
+    num_envs: int = 256
+    num_steps: int = 128
+    total_timesteps: int = 10_000_000
+    # optimisation
+    lr: float = 2.5e-4
+    anneal_lr: bool = False  # linear LR decay to 0 over the run
+    gamma: float = 0.99
+    gae_lambda: float = 0.95
+    num_minibatches: int = 4
+    update_epochs: int = 4
+    clip_eps: float = 0.2
+    vf_coef: float = 0.5
+    ent_coef: float = 0.15
+    ent_coef_end: float | None = None  # None: constant; else linear from ent_coef to this
+    max_grad_norm: float = 0.5
+    reward_scale: float = 1.0  # rewards are multiplied by this inside the loss only
+    # network
+    network: str = "mlp"
+    hidden_dim: int = 256
+    num_layers: int = 2
+    # env
+    max_steps_in_episode: int = 1000
+    start_stage: int = 1
+    # logging / checkpoints
+    log_interval: int = 10  # updates per jitted chunk; log after each chunk
+    no_wandb: bool = False
+    project: str = "hackmatrix"
+    entity: str | None = None
+    run_name: str | None = None
+    run_suffix: str | None = None
+    resume: str | None = None
+    rewind: int | None = None
+    save_interval: int | None = None  # updates; None: only time-based + final
+    save_interval_minutes: float = 10.0
+    checkpoint_dir: str = "checkpoints"
+    keep_checkpoints: int = 5
+    no_artifact: bool = False
+    seed: int = 0
+    auto_tune: bool = False
+    # bookkeeping of the plan (not flags)
+    notes: tuple[str, ...] = field(default=(), compare=False)
+
+    # ---- derived sizes ----------------------------------------------------
+    @property
+    def batch_size(self) -> int:
+        return self.num_envs * self.num_steps
+
+    @property
+    def minibatch_size(self) -> int:
+        return self.batch_size // self.num_minibatches
+
+    @property
+    def num_updates(self) -> int:
+        return self.total_timesteps // self.batch_size
+
+    def replace(self, **kw) -> TrainConfig:
+        return dataclasses.replace(self, **kw)
+
+    def to_dict(self) -> dict:
+        d = dataclasses.asdict(self)
+        d["notes"] = list(self.notes)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> TrainConfig:
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(d) - names)
+        if unknown:
+            raise ValueError(f"unknown config keys: {unknown}")
+        d = dict(d)
+        d["notes"] = tuple(d.get("notes", ()))
+        return cls(**d)
+
+
+def validate(cfg: TrainConfig, num_devices: int = 1) -> None:
+    """Raise ValueError with a clear message for any inconsistent setting."""
+    pos = (
+        "num_envs",
+        "num_steps",
+        "num_minibatches",
+        "update_epochs",
+        "hidden_dim",
+        "log_interval",
+    )
+    for name in pos:
+        if getattr(cfg, name) < 1:
+            raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(cfg, name)}")
+    if cfg.num_layers < 0:
+        raise ValueError("--num-layers must be >= 0")
+    if cfg.network not in NETWORKS:
+        raise ValueError(f"--network must be one of {NETWORKS}, got {cfg.network!r}")
+    if cfg.num_envs % num_devices:
+        raise ValueError(f"--num-envs {cfg.num_envs} is not divisible by {num_devices} devices")
+    per_dev = cfg.batch_size // num_devices
+    if per_dev % cfg.num_minibatches:
+        raise ValueError(
+            f"per-device batch {per_dev} (num_envs*num_steps/devices) is not divisible by "
+            f"--num-minibatches {cfg.num_minibatches}"
+        )
+    if cfg.num_updates < 1:
+        raise ValueError(
+            f"--total-timesteps {cfg.total_timesteps} is smaller than one batch "
+            f"({cfg.num_envs} envs x {cfg.num_steps} steps = {cfg.batch_size})"
+        )
+    if not 0.0 <= cfg.gamma <= 1.0 or not 0.0 <= cfg.gae_lambda <= 1.0:
+        raise ValueError("--gamma and --gae-lambda must lie in [0, 1]")
+    if cfg.lr <= 0 or cfg.clip_eps <= 0 or cfg.max_grad_norm <= 0:
+        raise ValueError("--lr, --clip-eps and --max-grad-norm must be > 0")
+    if not 1 <= cfg.start_stage <= 8:
+        raise ValueError("--start-stage must be in 1..8")
+
+
+def plan(
+    cfg: TrainConfig,
+    explicit: frozenset[str] = frozenset(),
+    num_devices: int = 1,
+    platform: str = "cpu",
+) -> TrainConfig:
+    """Return the config to train with: auto-tune and auto-scaling applied, notes filled in.
+
+    * ``--auto-tune`` picks ``num_envs`` for the hardware (256 per CPU device, 2048 per
+      accelerator) unless ``--num-envs`` was given.
+    * Auto-scaling (always on): when a minibatch would exceed ``TARGET_MINIBATCH``, raise
+      ``num_minibatches`` to the smallest divisor of the batch giving minibatches <= target, and
+      lower ``update_epochs`` so the number of gradient steps per update stays near the default
+      (epochs * minibatches), never below ``MIN_EPOCHS``.
+    Flags named in ``explicit`` (dest names) are never changed.
+    """
+    notes: list[str] = []
+    if cfg.auto_tune and "num_envs" not in explicit:
+        per = 256 if platform == "cpu" else 2048
+        if cfg.num_envs != per * num_devices:
+            notes.append(f"auto-tune: num_envs {cfg.num_envs} -> {per * num_devices} ({platform})")
+            cfg = cfg.replace(num_envs=per * num_devices)
+    batch = cfg.batch_size
+    per_dev_batch = batch // max(num_devices, 1)
+    if "num_minibatches" not in explicit and batch // cfg.num_minibatches > TARGET_MINIBATCH:
+        want = math.ceil(batch / TARGET_MINIBATCH)
+        mb = next(m for m in range(want, per_dev_batch + 1) if per_dev_batch % m == 0)
+        notes.append(
+            f"auto-scale: num_minibatches {cfg.num_minibatches} -> {mb} (minibatch {batch // mb})"
+        )
+        if "update_epochs" not in explicit:
+            steps = cfg.update_epochs * cfg.num_minibatches
+            ep = max(MIN_EPOCHS, min(cfg.update_epochs, round(steps / mb)))
+            if ep != cfg.update_epochs:
+                notes.append(f"auto-scale: update_epochs {cfg.update_epochs} -> {ep}")
+            cfg = cfg.replace(update_epochs=ep)
+        cfg = cfg.replace(num_minibatches=mb)
+    return cfg.replace(notes=tuple(notes))
+
+
+def describe_plan(cfg: TrainConfig, num_devices: int = 1) -> str:
+    """A few human lines: batch geometry, updates, gradient steps."""
+    lines = list(cfg.notes)
+    lines.append(
+        f"plan: {cfg.num_envs} envs x {cfg.num_steps} steps = batch {cfg.batch_size} "
+        f"on {num_devices} device(s); {cfg.num_minibatches} minibatches of "
+        f"{cfg.batch_size // cfg.num_minibatches}, {cfg.update_epochs} epochs; "
+        f"{cfg.num_updates} updates = {cfg.num_updates * cfg.batch_size:,} env steps; "
+        f"network={cfg.network} hidden={cfg.hidden_dim}x{cfg.num_layers}"
+    )
+    return "\n".join(lines)

@@ -1,0 +1,203 @@
+"""``make_train``: runner-state init and a jitted chunk of updates, data-parallel over devices.
+
+The chunk runs ``n`` updates (``n`` is traced, so one compilation serves every chunk length)
+inside ``jax.shard_map`` over a 1-D mesh ``("data",)`` of all devices: envs, the last
+observation, episode accumulators and PRNG keys are split across devices, parameters and
+optimizer state are replicated and gradients are averaged with ``pmean``. Multi-host works the
+same way once ``jax.distributed.initialize()`` has run (``jax.devices()`` is then global).
+
+Metrics come out as a flat dict of float32 scalars keyed ``train/…``, ``reward/…``,
+``actions/…``, ``stats/…``; the host only formats and sends them.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import Mesh, NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from hackmatrix_train.config import TrainConfig, validate
+from hackmatrix_train.network import make_network
+from hackmatrix_train.ppo import RunnerState, make_optimizer, make_update
+from hackmatrix_train.rollout import NUM_ACTION_KINDS, init_episode_acc
+
+AXIS = "data"
+HACKMATRIX_ACTIONS = 28
+
+
+def _hackmatrix_names():
+    """(reward component names, program names) from the env package, if installed."""
+    try:
+        from hackmatrix_env.constants import PROGRAM_NAMES, REWARD_COMPONENTS
+    except ImportError:  # pragma: no cover - the env package is a dependency
+        return None, None
+    return tuple(REWARD_COMPONENTS), tuple(PROGRAM_NAMES)
+
+
+def _spec_tree() -> RunnerState:
+    d = P(AXIS)
+    return RunnerState(
+        params=P(), opt_state=P(), env_state=d, obs=d, acc=d, key=d, update=P()
+    )  # fmt: skip
+
+
+class Trainer:
+    """A compiled PPO trainer for one (config, env, env_params) on all local/global devices."""
+
+    def __init__(self, cfg: TrainConfig, env, env_params, devices=None):
+        self.devices = list(devices) if devices is not None else jax.devices()
+        self.num_devices = len(self.devices)
+        validate(cfg, self.num_devices)
+        self.cfg, self.env, self.env_params = cfg, env, env_params
+        self.num_updates = cfg.num_updates
+        self.mesh = Mesh(np.array(self.devices), (AXIS,))
+
+        # Shapes of one env's observation and info, without running anything.
+        k = jax.random.key(0)
+        obs1, state1 = jax.eval_shape(env.reset, k, env_params)
+        self.num_actions = int(obs1.action_mask.shape[-1])
+        info = jax.eval_shape(env.step, k, state1, jnp.int32(0), env_params)[-1]
+        rb = info.get("reward_breakdown")
+        self.num_components = int(rb.shape[-1]) if rb is not None else 0
+        comp_names, prog_names = _hackmatrix_names()
+        if comp_names is None or len(comp_names) != self.num_components:
+            comp_names = tuple(f"c{i}" for i in range(self.num_components))
+        self.component_names = comp_names
+        self.is_hackmatrix = self.num_actions == HACKMATRIX_ACTIONS and prog_names is not None
+        self.program_names = prog_names if self.is_hackmatrix else ()
+
+        self.network = make_network(cfg.network, self.num_actions, cfg.hidden_dim, cfg.num_layers)
+        self.tx = make_optimizer(cfg, self.num_updates)
+        self._update = make_update(
+            cfg, self.network.apply, self.tx, env, env_params, self.num_updates, axis_name=AXIS
+        )
+        self.spec = _spec_tree()
+        self.shardings = jax.tree.map(
+            lambda s: NamedSharding(self.mesh, s), self.spec, is_leaf=lambda x: isinstance(x, P)
+        )
+        self._init = jax.jit(self._init_fn, out_shardings=self.shardings)
+        chunk = jax.shard_map(
+            self._chunk_local,
+            mesh=self.mesh,
+            in_specs=(self.spec, P()),
+            out_specs=(self.spec, P()),
+        )
+        self._chunk = jax.jit(chunk)
+        self._compiled = None
+
+    # ---- init -------------------------------------------------------------------------------
+    def _init_fn(self, key):
+        cfg = self.cfg
+        k_net, k_env, k_run = jax.random.split(key, 3)
+        obs, env_state = jax.vmap(self.env.reset, in_axes=(0, None))(
+            jax.random.split(k_env, cfg.num_envs), self.env_params
+        )
+        params = self.network.init(k_net, jax.tree.map(lambda x: x[:1], obs))
+        return RunnerState(
+            params=params,
+            opt_state=self.tx.init(params),
+            env_state=env_state,
+            obs=obs,
+            acc=init_episode_acc(cfg.num_envs, self.num_components),
+            key=jax.random.split(k_run, self.num_devices),
+            update=jnp.int32(0),
+        )
+
+    def init(self, seed: int | None = None) -> RunnerState:
+        """Fresh runner state (params, optimizer, envs, keys), placed on the mesh."""
+        return self._init(jax.random.key(self.cfg.seed if seed is None else seed))
+
+    def abstract_runner(self) -> RunnerState:
+        """Shapes/dtypes of the runner state (for checkpoint validation), computing nothing."""
+        return jax.eval_shape(self._init_fn, jax.random.key(0))
+
+    def place(self, runner: RunnerState) -> RunnerState:
+        """Put a host (numpy) runner state onto the mesh with the trainer's shardings."""
+        return jax.device_put(runner, self.shardings)
+
+    # ---- chunk ------------------------------------------------------------------------------
+    def _chunk_local(self, runner: RunnerState, n):
+        runner = runner.replace(key=runner.key[0])
+        zero = jax.tree.map(
+            lambda s: jnp.zeros(s.shape, s.dtype), jax.eval_shape(self._update, runner)[1]
+        )
+
+        def body(_, carry):
+            runner, sums = carry
+            runner, raw = self._update(runner)
+            sums = {
+                k: (jnp.maximum(sums[k], v) if k == "ep_stage_max" else sums[k] + v)
+                for k, v in raw.items()
+            }
+            return runner, sums
+
+        runner, sums = jax.lax.fori_loop(0, n, body, (runner, zero))
+        metrics = self._finalize(sums, n, runner.update)
+        return runner.replace(key=runner.key[None]), metrics
+
+    def _finalize(self, s, n, update):
+        """Turn per-chunk sums into the logged scalar metrics."""
+        f32 = jnp.float32
+        n = jnp.maximum(n, 1).astype(f32)
+        eps = jnp.maximum(s["ep_count"], 1.0)
+        m = {
+            "train/episode_return": s["ep_return"] / eps,
+            "train/episode_length": s["ep_length"] / eps,
+            "train/num_episodes": s["ep_count"],
+            "train/learning_rate": s["lr"] / n,
+            "train/ent_coef": s["ent_coef"] / n,
+            "train/update": update.astype(f32),
+            "train/invalid_actions": s["invalid"],
+        }
+        for k in ("pg_loss", "vf_loss", "entropy", "approx_kl", "clip_frac", "explained_variance"):
+            m[f"train/{k}"] = s[k] / n
+        m["train/ratio_max_dev"] = s["ratio_max_dev"] / n
+        for i, name in enumerate(self.component_names):
+            m[f"reward/{name}"] = s["ep_breakdown"][i] / eps
+        counts = s["action_counts"]
+        total = jnp.maximum(counts.sum(), 1.0)
+        if self.is_hackmatrix:
+            m["actions/move_frac"] = counts[:4].sum() / total
+            m["actions/siphon_frac"] = counts[4] / total
+            m["actions/program_frac"] = counts[5:].sum() / total
+            kinds = s["kind_counts"]
+            ktot = jnp.maximum(kinds.sum(), 1.0)
+            for i, name in enumerate(("move", "attack", "siphon", "program", "invalid")):
+                if i < NUM_ACTION_KINDS:
+                    m[f"actions/kind_{name}_frac"] = kinds[i] / ktot
+            for i, name in enumerate(self.program_names):
+                m[f"actions/program/{name}"] = counts[5 + i]
+            m["stats/mean_stage"] = s["ep_stage"] / eps
+            m["stats/highest_stage"] = s["ep_stage_max"]
+            m["stats/win_rate"] = s["ep_wins"] / eps
+        else:
+            for i in range(self.num_actions):
+                m[f"actions/a{i}_frac"] = counts[i] / total
+        return {k: jnp.asarray(v, f32) for k, v in m.items()}
+
+    def compile(self, runner: RunnerState):
+        """Ahead-of-time compile the chunk; returns the compiled callable (cached)."""
+        if self._compiled is None:
+            self._compiled = self._chunk.lower(runner, jnp.int32(1)).compile()
+        return self._compiled
+
+    def run_chunk(self, runner: RunnerState, n: int):
+        """Run ``n`` updates; returns ``(runner, metrics)`` (device arrays, dispatched async)."""
+        return self.compile(runner)(runner, jnp.int32(n))
+
+
+def make_train(cfg: TrainConfig, env=None, env_params=None, devices=None) -> Trainer:
+    """The trainer for ``cfg`` on ``env`` (default: HackMatrix with the config's env params)."""
+    if env is None:
+        from hackmatrix_env import EnvParams, HackMatrix
+
+        env = HackMatrix()
+        if env_params is None:
+            env_params = EnvParams(
+                max_steps_in_episode=cfg.max_steps_in_episode, start_stage=cfg.start_stage
+            )
+    if env_params is None:
+        env_params = env.default_params
+    return Trainer(cfg, env, env_params, devices)

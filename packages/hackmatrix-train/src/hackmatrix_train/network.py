@@ -1,0 +1,115 @@
+"""Actor-critic networks (flax) and the masked categorical policy (distrax).
+
+Every network maps an observation NamedTuple with an ``action_mask`` field (bool[..., A]) to
+``(logits f32[..., A], value f32[...])``. The logits are *unmasked*; ``masked_categorical``
+applies the mask, so the mask stored with each transition is re-applied in the loss.
+
+* ``MLP``: the earlier trainer's network. All non-mask fields are flattened and concatenated in
+  field order (for HackMatrix: player, programs, grid in C order = ``flatten_observation``), then
+  separate actor and critic torsos of ``num_layers`` x ``hidden_dim`` ReLU layers.
+* ``GridEncoder``: respects the 6x6 board. A per-cell embedding of the 42 channels plus a
+  player-position plane, one 3x3 convolution, then a shared trunk joined with the player and
+  program vectors. Requires the real HackMatrix shapes (``grid`` f32[..., 6, 6, C]).
+"""
+
+from __future__ import annotations
+
+import distrax
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+
+def masked_categorical(logits: jax.Array, mask: jax.Array) -> distrax.Categorical:
+    """Categorical over valid actions only; invalid logits become the dtype's minimum.
+
+    ``finfo.min`` (never -inf) keeps every log-prob finite; distrax's entropy multiplies by
+    ``exp(log_p)``, which is exactly 0 for masked actions. An all-False mask leaves every logit
+    at ``finfo.min``, i.e. a uniform distribution with finite log-probs.
+    """
+    return distrax.Categorical(logits=jnp.where(mask, logits, jnp.finfo(logits.dtype).min))
+
+
+def flat_features(obs) -> jax.Array:
+    """All non-mask observation fields, flattened per sample and concatenated in field order."""
+    batch = obs.action_mask.shape[:-1]
+    parts = [
+        jnp.reshape(getattr(obs, name), (*batch, -1)).astype(jnp.float32)
+        for name in obs._fields
+        if name != "action_mask"
+    ]
+    return jnp.concatenate(parts, axis=-1)
+
+
+def _dense(features: int, scale: float) -> nn.Dense:
+    return nn.Dense(features, kernel_init=nn.initializers.orthogonal(scale))
+
+
+class MLP(nn.Module):
+    """Separate actor and critic MLPs over the flattened observation."""
+
+    num_actions: int
+    hidden_dim: int = 256
+    num_layers: int = 2
+
+    @nn.compact
+    def __call__(self, obs):
+        x = flat_features(obs)
+        a, c = x, x
+        for _ in range(self.num_layers):
+            a = nn.relu(_dense(self.hidden_dim, np.sqrt(2))(a))
+            c = nn.relu(_dense(self.hidden_dim, np.sqrt(2))(c))
+        logits = _dense(self.num_actions, 0.01)(a)
+        value = _dense(1, 1.0)(c)[..., 0]
+        return logits, value
+
+
+class GridEncoder(nn.Module):
+    """Per-cell embedding + 3x3 conv over the 6x6 grid, shared trunk, actor and critic heads."""
+
+    num_actions: int
+    hidden_dim: int = 256
+    num_layers: int = 2
+    cell_dim: int = 32
+
+    @nn.compact
+    def __call__(self, obs):
+        grid = obs.grid.astype(jnp.float32)
+        if grid.ndim < 3 or grid.shape[-3:-1] != (6, 6):
+            raise ValueError(f"GridEncoder needs grid f32[..., 6, 6, C], got {grid.shape}")
+        batch = grid.shape[:-3]
+        player = obs.player.astype(jnp.float32)
+        # player-position plane: player[0:2] = (row/5, col/5) (interface §3.2)
+        rc = jnp.clip(jnp.round(player[..., :2] * 5.0), 0, 5).astype(jnp.int32)
+        here = (jnp.arange(6)[:, None] == rc[..., 0, None, None]) & (
+            jnp.arange(6)[None, :] == rc[..., 1, None, None]
+        )
+        grid = jnp.concatenate([grid, here[..., None].astype(jnp.float32)], axis=-1)
+        x = grid.reshape((-1, 6, 6, grid.shape[-1]))
+        x = nn.relu(_dense(self.cell_dim, np.sqrt(2))(x))
+        x = nn.relu(
+            nn.Conv(
+                self.cell_dim,
+                (3, 3),
+                padding="SAME",
+                kernel_init=nn.initializers.orthogonal(np.sqrt(2)),
+            )(x)
+        )
+        x = x.reshape((*batch, 36 * self.cell_dim))
+        vec = jnp.concatenate([player, obs.programs.astype(jnp.float32)], axis=-1)
+        h = jnp.concatenate([x, vec], axis=-1)
+        for _ in range(max(self.num_layers, 1)):
+            h = nn.relu(_dense(self.hidden_dim, np.sqrt(2))(h))
+        logits = _dense(self.num_actions, 0.01)(h)
+        value = _dense(1, 1.0)(h)[..., 0]
+        return logits, value
+
+
+def make_network(name: str, num_actions: int, hidden_dim: int, num_layers: int) -> nn.Module:
+    """The network selected by ``--network``."""
+    if name == "mlp":
+        return MLP(num_actions, hidden_dim, num_layers)
+    if name == "grid":
+        return GridEncoder(num_actions, hidden_dim, num_layers)
+    raise ValueError(f"unknown network {name!r}; choose 'mlp' or 'grid'")

@@ -1,0 +1,182 @@
+"""PPO pieces: GAE under gymnax 1.0, the clipped loss, minibatch epochs, one jitted update.
+
+All functions are pure and jit-clean. Data parallelism: when ``axis_name`` is set the update runs
+inside ``shard_map`` and gradients / metrics are averaged over that mesh axis.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import optax
+from flax import struct
+
+from hackmatrix_train.network import masked_categorical
+from hackmatrix_train.rollout import EpisodeAcc, Transition, collect_rollout
+
+
+def compute_gae(
+    traj: Transition, last_value: jax.Array, gamma: float, lam: float, reward_scale: float = 1.0
+) -> tuple[jax.Array, jax.Array]:
+    """Generalised advantage estimation over [T, N] (specs/train.md §3).
+
+    ``terminated`` zeroes the bootstrap, ``done = terminated | truncated`` cuts the trace, and a
+    truncated step bootstraps from V(final_observation) instead of V(reset observation).
+    Returns ``(advantages, value_targets)``.
+    """
+
+    def body(carry, t: Transition):
+        gae, next_value = carry
+        next_v = jnp.where(t.truncated, t.final_value, next_value)
+        not_term = 1.0 - t.terminated.astype(jnp.float32)
+        not_done = 1.0 - (t.terminated | t.truncated).astype(jnp.float32)
+        delta = t.reward * reward_scale + gamma * next_v * not_term - t.value
+        gae = delta + gamma * lam * not_done * gae
+        return (gae, t.value), gae
+
+    init = (jnp.zeros_like(last_value), last_value)
+    _, adv = jax.lax.scan(body, init, traj, reverse=True)
+    return adv, adv + traj.value
+
+
+def ppo_loss(params, apply_fn, batch: Transition, adv, targets, clip_eps, vf_coef, ent_coef):
+    """Clipped PPO objective with clipped value loss and entropy over valid actions."""
+    logits, value = apply_fn(params, batch.obs)
+    pi = masked_categorical(logits, batch.obs.action_mask)
+    log_prob = pi.log_prob(batch.action)
+    log_ratio = log_prob - batch.log_prob
+    ratio = jnp.exp(log_ratio)
+    adv_n = (adv - adv.mean()) / (adv.std() + 1e-8)
+    pg_loss = -jnp.minimum(
+        ratio * adv_n, jnp.clip(ratio, 1 - clip_eps, 1 + clip_eps) * adv_n
+    ).mean()
+    v_clipped = batch.value + jnp.clip(value - batch.value, -clip_eps, clip_eps)
+    vf_loss = 0.5 * jnp.maximum((value - targets) ** 2, (v_clipped - targets) ** 2).mean()
+    entropy = pi.entropy().mean()
+    total = pg_loss + vf_coef * vf_loss - ent_coef * entropy
+    aux = {
+        "pg_loss": pg_loss,
+        "vf_loss": vf_loss,
+        "entropy": entropy,
+        "approx_kl": ((ratio - 1.0) - log_ratio).mean(),
+        "clip_frac": (jnp.abs(ratio - 1.0) > clip_eps).astype(jnp.float32).mean(),
+        "ratio_max_dev": jnp.abs(ratio - 1.0).max(),
+    }
+    return total, aux
+
+
+@struct.dataclass
+class RunnerState:
+    """Everything a run needs to continue bit-exactly (saved whole by ``checkpoint``)."""
+
+    params: Any
+    opt_state: Any
+    env_state: Any  # leaves [N_local, ...]
+    obs: Any  # last observation, leaves [N_local, ...]
+    acc: EpisodeAcc
+    key: jax.Array  # typed PRNG key (one per device inside shard_map)
+    update: jax.Array  # int32[] updates done (env steps = update * batch_size)
+
+
+def make_optimizer(cfg, num_updates: int) -> optax.GradientTransformation:
+    """Adam with global-norm clipping and optional linear LR annealing."""
+    steps = num_updates * cfg.update_epochs * cfg.num_minibatches
+    lr = optax.linear_schedule(cfg.lr, 0.0, steps) if cfg.anneal_lr else cfg.lr
+    return optax.chain(optax.clip_by_global_norm(cfg.max_grad_norm), optax.adam(lr, eps=1e-5))
+
+
+def learning_rate(cfg, num_updates: int, update: jax.Array) -> jax.Array:
+    if not cfg.anneal_lr:
+        return jnp.float32(cfg.lr)
+    return jnp.float32(cfg.lr) * jnp.maximum(1.0 - update / num_updates, 0.0)
+
+
+def entropy_coef(cfg, num_updates: int, update: jax.Array) -> jax.Array:
+    """Linear from ``ent_coef`` to ``ent_coef_end`` over the run (constant if end is None)."""
+    if cfg.ent_coef_end is None:
+        return jnp.float32(cfg.ent_coef)
+    frac = jnp.clip(update.astype(jnp.float32) / num_updates, 0.0, 1.0)
+    return jnp.float32(cfg.ent_coef) + frac * jnp.float32(cfg.ent_coef_end - cfg.ent_coef)
+
+
+def _pmean(x, axis_name):
+    return x if axis_name is None else jax.lax.pmean(x, axis_name)
+
+
+def _psum(x, axis_name):
+    return x if axis_name is None else jax.lax.psum(x, axis_name)
+
+
+def make_update(cfg, apply_fn, tx, env, env_params, num_updates: int, axis_name=None):
+    """Build ``update(runner) -> (runner, raw_metrics)``: one rollout + PPO epochs."""
+    num_mb = cfg.num_minibatches
+
+    def update(runner: RunnerState):
+        k_roll, k_epochs, k_next = jax.random.split(runner.key, 3)
+        env_state, obs, acc, traj, stats = collect_rollout(
+            k_roll, apply_fn, runner.params, env, env_params, runner.env_state, runner.obs,
+            runner.acc, cfg.num_steps,
+        )  # fmt: skip
+        _, last_value = apply_fn(runner.params, obs)
+        adv, targets = compute_gae(traj, last_value, cfg.gamma, cfg.gae_lambda, cfg.reward_scale)
+        ent_coef = entropy_coef(cfg, num_updates, runner.update)
+
+        flat = jax.tree.map(lambda x: x.reshape((-1, *x.shape[2:])), (traj, adv, targets))
+        batch_size = adv.size
+
+        def grad_step(carry, mb):
+            params, opt_state = carry
+            t, a, tg = mb
+            grads, aux = jax.grad(ppo_loss, has_aux=True)(
+                params, apply_fn, t, a, tg, cfg.clip_eps, cfg.vf_coef, ent_coef
+            )
+            grads = _pmean(grads, axis_name)
+            updates, opt_state = tx.update(grads, opt_state, params)
+            return (optax.apply_updates(params, updates), opt_state), aux
+
+        def epoch(carry, key):
+            perm = jax.random.permutation(key, batch_size)
+            mbs = jax.tree.map(
+                lambda x: jnp.take(x, perm, axis=0).reshape((num_mb, -1, *x.shape[1:])), flat
+            )
+            return jax.lax.scan(grad_step, carry, mbs)
+
+        (params, opt_state), aux = jax.lax.scan(
+            epoch,
+            (runner.params, runner.opt_state),
+            jax.random.split(k_epochs, cfg.update_epochs),
+        )
+        var_y = jnp.var(targets)
+        explained = jnp.where(var_y > 0, 1.0 - jnp.var(targets - traj.value) / var_y, 0.0)
+        losses = {k: _pmean(v.mean(), axis_name) for k, v in aux.items() if k != "ratio_max_dev"}
+        losses["ratio_max_dev"] = (
+            jax.lax.pmax(aux["ratio_max_dev"].max(), axis_name)
+            if (axis_name is not None)
+            else aux["ratio_max_dev"].max()
+        )
+        losses["explained_variance"] = _pmean(explained, axis_name)
+        stats = {
+            k: (
+                jax.lax.pmax(v, axis_name)
+                if axis_name and k == "ep_stage_max"
+                else _psum(v, axis_name)
+            )
+            for k, v in stats.items()
+        }
+        raw = {**stats, **losses}
+        raw["lr"] = learning_rate(cfg, num_updates, runner.update)
+        raw["ent_coef"] = ent_coef
+        runner = runner.replace(
+            params=params,
+            opt_state=opt_state,
+            env_state=env_state,
+            obs=obs,
+            acc=acc,
+            key=k_next,
+            update=runner.update + 1,
+        )
+        return runner, raw
+
+    return update

@@ -1,0 +1,152 @@
+"""Rollout collection: a ``lax.scan`` over ``vmap(env.step)`` storing the *pre-step* observation.
+
+The observation an action was chosen from carries ``action_mask``, so the mask is stored with
+each transition and re-applied in the loss. Per-env episode accumulators (return, true length,
+reward components, stage reached) live in the runner state so episodes spanning several rollouts
+are measured whole; completed-episode sums come out of the scan for logging.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from hackmatrix_train.network import masked_categorical
+
+NUM_ACTION_KINDS = 5  # hackmatrix_env.constants.ActionKind: MOVE ATTACK SIPHON PROGRAM INVALID
+VICTORY_COMPONENT = 6  # index of "victory" in REWARD_COMPONENTS (interface §4.2)
+STAGE_COMPONENT = 1  # index of "stage_completion"
+
+
+class Transition(NamedTuple):
+    """One step of one env. Leading axes [T, N] once stacked by the scan."""
+
+    obs: Any  # Observation pytree the action was chosen from (includes action_mask)
+    action: jax.Array  # int32
+    log_prob: jax.Array  # f32
+    value: jax.Array  # f32   V(obs)
+    reward: jax.Array  # f32
+    terminated: jax.Array  # bool  zero the bootstrap
+    truncated: jax.Array  # bool  bootstrap from final_value
+    final_value: jax.Array  # f32   V(info["final_observation"]) where truncated, else 0
+
+
+@struct.dataclass
+class EpisodeAcc:
+    """Running per-env sums of the episode in progress."""
+
+    ret: jax.Array  # f32[N]
+    length: jax.Array  # int32[N]
+    breakdown: jax.Array  # f32[N, K]  K reward components (0 if the env has none)
+    stage: jax.Array  # int32[N]   highest stage reached so far (0 if the env has none)
+
+
+def init_episode_acc(num_envs: int, num_components: int) -> EpisodeAcc:
+    return EpisodeAcc(
+        ret=jnp.zeros(num_envs, jnp.float32),
+        length=jnp.zeros(num_envs, jnp.int32),
+        breakdown=jnp.zeros((num_envs, num_components), jnp.float32),
+        stage=jnp.zeros(num_envs, jnp.int32),
+    )
+
+
+def _stage_of(env_state, num_envs: int) -> jax.Array:
+    stage = getattr(env_state, "stage", None)
+    if stage is None:
+        return jnp.zeros(num_envs, jnp.int32)
+    return stage.astype(jnp.int32)
+
+
+def collect_rollout(
+    key: jax.Array,
+    apply_fn,
+    params,
+    env,
+    env_params,
+    env_state,
+    obs,
+    acc: EpisodeAcc,
+    num_steps: int,
+):
+    """Run ``num_steps`` vectorised env steps under the current policy.
+
+    Returns ``(env_state, obs, acc, traj, stats)``: ``traj`` a Transition with leaves [T, N, ...]
+    and ``stats`` a dict of sums over completed episodes and action counts.
+    """
+    num_envs = obs.action_mask.shape[0]
+    num_actions = obs.action_mask.shape[-1]
+    num_components = acc.breakdown.shape[-1]
+    step_fn = jax.vmap(env.step, in_axes=(0, 0, 0, None))
+
+    def one_step(carry, step_key):
+        env_state, obs, acc = carry
+        k_act, k_env = jax.random.split(step_key)
+        logits, value = apply_fn(params, obs)
+        pi = masked_categorical(logits, obs.action_mask)
+        action = pi.sample(seed=k_act).astype(jnp.int32)
+        log_prob = pi.log_prob(action)
+        stage_before = _stage_of(env_state, num_envs)
+        next_obs, env_state, reward, terminated, truncated, info = step_fn(
+            jax.random.split(k_env, num_envs), env_state, action, env_params
+        )
+        reward = reward.astype(jnp.float32)
+        # V(final obs) is needed only where an episode was truncated: skip the forward otherwise.
+        final_value = jax.lax.cond(
+            jnp.any(truncated),
+            lambda tr, fo: jnp.where(tr, apply_fn(params, fo)[1], 0.0),
+            lambda tr, fo: jnp.where(tr, 0.0, 0.0),  # zeros with the operands' sharding type
+            truncated,
+            info["final_observation"],
+        )
+        done = terminated | truncated
+
+        breakdown = info.get("reward_breakdown")
+        if breakdown is None or num_components == 0:
+            breakdown = jnp.zeros((num_envs, num_components), jnp.float32)
+        ep_breakdown = acc.breakdown + breakdown.astype(jnp.float32)
+        ep_ret = acc.ret + reward
+        ep_len = acc.length + 1
+        completed = breakdown[:, STAGE_COMPONENT] > 0 if num_components else jnp.zeros_like(done)
+        won = breakdown[:, VICTORY_COMPONENT] > 0 if num_components else jnp.zeros_like(done)
+        reached = jnp.minimum(stage_before + (completed & ~won).astype(jnp.int32), 8)
+        ep_stage = jnp.maximum(acc.stage, reached)
+
+        d = done.astype(jnp.float32)
+        kind = info.get("action_kind")
+        kind_counts = (
+            jnp.zeros(NUM_ACTION_KINDS, jnp.float32)
+            if kind is None
+            else jax.nn.one_hot(kind.astype(jnp.int32), NUM_ACTION_KINDS).sum(0)
+        )
+        stats = {
+            "ep_count": d.sum(),
+            "ep_return": (ep_ret * d).sum(),
+            "ep_length": (ep_len * d).sum(),
+            "ep_breakdown": (ep_breakdown * d[:, None]).sum(0),
+            "ep_stage": (ep_stage * d).sum(),
+            "ep_stage_max": jnp.max(jnp.where(done, ep_stage, 0)).astype(jnp.float32),
+            "ep_wins": (won & done).astype(jnp.float32).sum(),
+            "action_counts": jax.nn.one_hot(action, num_actions).sum(0),
+            "kind_counts": kind_counts,
+            "invalid": info.get("invalid_action", jnp.zeros(num_envs, bool))
+            .astype(jnp.float32)
+            .sum(),
+        }
+        keep = ~done
+        acc = EpisodeAcc(
+            ret=jnp.where(keep, ep_ret, 0.0),
+            length=jnp.where(keep, ep_len, 0),
+            breakdown=jnp.where(keep[:, None], ep_breakdown, 0.0),
+            stage=jnp.where(keep, ep_stage, 0),
+        )
+        t = Transition(obs, action, log_prob, value, reward, terminated, truncated, final_value)
+        return (env_state, next_obs, acc), (t, stats)
+
+    (env_state, obs, acc), (traj, stats) = jax.lax.scan(
+        one_step, (env_state, obs, acc), jax.random.split(key, num_steps)
+    )
+    stats = {k: (v.max(0) if k == "ep_stage_max" else v.sum(0)) for k, v in stats.items()}
+    return env_state, obs, acc, traj, stats
