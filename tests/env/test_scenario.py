@@ -438,26 +438,64 @@ def test_state_to_json_rejects_inexpressible():
         state_to_json(s.replace(exit_pos=s.exit_pos.at[1].set(0)))
 
 
+def _live_snapshots(s):
+    h = s.history
+    size, top = int(h.size), int(h.top)
+    return [jax.tree.map(lambda x, k=k: x[(top - size + k) % 16], h.snapshots) for k in range(size)]
+
+
 def test_full_state_round_trip():
+    from hackmatrix_env.history import push_snapshot
+
     s = make_state(
         (1, 1),
-        enemies=[("glitch", (2, 2))],
-        transmissions=[("virus", (3, 3))],
-        blocks=[("data", (4, 4), 2)],
-        owned=[5],
+        enemies=[("glitch", (2, 2)), ("cryptog", (0, 4), 1, {"stunned": True})],
+        transmissions=[("virus", (3, 3), 2)],
+        blocks=[("data", (4, 4), 2), ("program", (1, 3), "crash")],
+        resources=[("credits", (0, 0), 3), ("siphon", (0, 5))],
+        owned=[5, 7],
     )
+    s = push_snapshot(s)
+    g = s.grid
     s = s.replace(
         pending_siphon_spawns=s.pending_siphon_spawns + 9,
         step_flag=~s.step_flag,
-        history=s.history.replace(size=s.history.size + 1),
-    )
+        time=s.time + 4,
+        grid=g.replace(block_question=g.block_question.at[4, 4].set(True), center=g.center.at[2, 2].set(True)),
+        enemies=s.enemies.replace(disabled=s.enemies.disabled.at[0].set(1),
+                                  last_known=s.enemies.last_known.at[1].set(jax.numpy.int8(3))),
+    )  # fmt: skip
+    s = push_snapshot(s)
     d = json.loads(json.dumps(full_state_json(s)))
-    assert _trees_equal(state_from_full_json(d), s)
-    bad = copy.deepcopy(d)
-    bad["grid"]["content"][0] = [0] * 5
-    with pytest.raises(ValueError, match=r"grid\.content"):
-        state_from_full_json(bad)
-    bad = copy.deepcopy(d)
-    bad["player"]["hp"] = 300
-    with pytest.raises(ValueError, match=r"player\.hp: value out of int8"):
-        state_from_full_json(bad)
+    assert d["historyDepth"] == 2 and len(d["history"]) == 2
+    assert d["cells"][4][4]["block"] == {
+        "kind": "data", "points": 2, "program": None, "spawnCount": 2, "isQuestion": True,
+    }  # fmt: skip
+    assert d["enemies"][1]["lastKnownRow"] == 3 and d["enemies"][0]["disabled"] == 1
+    back = state_from_full_json(d)
+    assert _trees_equal(back.replace(history=s.history), s)
+    assert _trees_equal(_live_snapshots(back), _live_snapshots(s))
+    assert int(back.history.top) == int(s.history.top) and int(back.history.size) == 2
+    # Without the JAX extras (as Swift sends it) the history still restores in order.
+    del d["jax"]
+    back = state_from_full_json(d)
+    assert _trees_equal(_live_snapshots(back), _live_snapshots(s))
+
+
+@pytest.mark.parametrize(
+    "mutate,field",
+    [
+        (lambda d: d["cells"].pop(), r"state\.cells: expected 6 rows"),
+        (lambda d: d["player"].update(hp=300), r"state\.player\.hp: .*int8"),
+        (lambda d: d["cells"][1][2].update(content="lava"), r"state\.cells\[1\]\[2\]\.content"),
+        (lambda d: d["enemies"].append({"type": "virus"}), r"state\.enemies\[0\]\.row"),
+        (lambda d: d.pop("stepFlag"), r"state\.stepFlag: required"),
+        (lambda d: d.update(stage=0), r"state\.stage"),
+        (lambda d: d["exitPos"].update(row=9), r"state\.exitPos\.row/col"),
+    ],
+)
+def test_full_state_malformed(mutate, field):
+    d = json.loads(json.dumps(full_state_json(make_state())))
+    mutate(d)
+    with pytest.raises(ValueError, match=field):
+        state_from_full_json(d)

@@ -33,6 +33,7 @@ from hackmatrix_env.constants import (
     FIRST_PROGRAM,
     GRID_CHANNELS,
     GRID_SIZE,
+    HISTORY_DEPTH,
     MAX_ENEMIES,
     MAX_HP,
     MAX_OWNED_LIST,
@@ -724,63 +725,295 @@ def _inexpressible(s: EnvState) -> list[str]:
 
 # --------------------------------------------------------------------------- full state JSON
 
-FULL_STATE_VERSION = 1
+_CONTENT_NAMES = {Content.EMPTY: "empty", Content.BLOCK: "block", Content.DATA_SIPHON: "dataSiphon",
+                  Content.EXIT: "exit"}  # fmt: skip
+_RESOURCE_NAMES = {Resource.NONE: "none", Resource.CREDITS: "credits", Resource.ENERGY: "energy"}
 
 
-def full_state_json(state: EnvState) -> dict:
-    """Every field of ``state`` as nested JSON lists (schema: specs/full-state.md).
+def full_state_json(state: EnvState, *, include_history: bool = True) -> dict:
+    """Every field of ``state`` in the Swift ``getFullState`` schema (specs/swift.md).
 
-    The keys are the ``EnvState`` field paths; array values are nested lists
-    of ints/bools in their declared shapes. ``state_from_full_json`` inverts it
-    exactly, history included.
+    The history is listed oldest first (Swift's array order). JAX-only fields
+    (``time``, ``overflow``, the ring's ``lost``/``top``) travel under the key
+    ``"jax"``, which the Swift decoder ignores. ``state_from_full_json``
+    inverts it.
     """
     s = _host(state)
-    return {"version": FULL_STATE_VERSION, **_to_plain(s)}
+    out = {
+        "stage": int(s.stage),
+        "turn": int(s.turn),
+        "taskInterval": int(s.task_interval),
+        "nextTaskTurn": int(s.next_task_turn),
+        "pendingSiphonSpawns": int(s.pending_siphon_spawns),
+        "stepFlag": bool(s.step_flag),
+        "exitPos": {"row": int(s.exit_pos[0]), "col": int(s.exit_pos[1])},
+        **_snapshot_json(s),
+        "historyDepth": int(s.history.size),
+        "jax": {
+            "time": int(s.time),
+            "overflow": bool(s.overflow),
+            "historyLost": int(s.history.lost),
+            "historyTop": int(s.history.top),
+        },
+    }
+    if include_history:
+        h = s.history
+        size, top = int(h.size), int(h.top)
+        slots = [(top - size + k) % HISTORY_DEPTH for k in range(size)]
+        out["history"] = [
+            _snapshot_json(jax.tree.map(lambda x, i=i: x[i], h.snapshots)) for i in slots
+        ]
+    return out
+
+
+def _snapshot_json(s) -> dict:
+    """The fields shared by a state and a snapshot (Swift ``snapshotJSON``)."""
+    p = s.player
+    en, tr = s.enemies, s.transmissions
+    return {
+        "player": {
+            "row": int(p.pos[0]),
+            "col": int(p.pos[1]),
+            "hp": int(p.hp),
+            "credits": int(p.credits),
+            "energy": int(p.energy),
+            "dataSiphons": int(p.siphons),
+            "score": int(p.score),
+            "attackDamage": int(p.attack),
+        },
+        "turn": int(s.turn),
+        "ownedPrograms": [int(x) + FIRST_PROGRAM for x in s.owned_list[: int(s.num_owned)]],
+        "enemies": [
+            {
+                "type": ENEMY_NAMES[int(en.kind[k])],
+                "row": int(en.pos[k, 0]),
+                "col": int(en.pos[k, 1]),
+                "hp": int(en.hp[k]),
+                "disabled": int(_opt(en, "disabled", k, 0)),
+                "stunned": bool(_opt(en, "stunned", k, False)),
+                "lastKnownRow": int(en.last_known[k, 0]),
+                "lastKnownCol": int(en.last_known[k, 1]),
+                "fromTask": bool(_opt(en, "from_task", k, False)),
+                "fromSiphon": bool(_opt(en, "from_siphon", k, False)),
+            }
+            for k in range(len(en.alive))
+            if en.alive[k]
+        ],
+        "transmissions": [
+            {
+                "row": int(tr.pos[k, 0]),
+                "col": int(tr.pos[k, 1]),
+                "countdown": int(tr.countdown[k]),
+                "enemyType": ENEMY_NAMES[int(tr.kind[k])],
+                "fromTask": bool(_opt(tr, "from_task", k, False)),
+                "fromSiphon": bool(_opt(tr, "from_siphon", k, False)),
+            }
+            for k in range(len(tr.alive))
+            if tr.alive[k]
+        ],
+        "cells": [[_cell_json(s.grid, r, c) for c in range(GRID_SIZE)] for r in range(GRID_SIZE)],
+        "showFlag": bool(s.show_flag),
+        "calmFlag": bool(s.calm_flag),
+        "atkUsesThisStage": int(s.atk_uses),
+    }
+
+
+def _opt(pool, name: str, k: int, default):
+    """``pool.name[k]``, or ``default`` for fields a snapshot does not store (types.SnapEnemies)."""
+    return getattr(pool, name)[k] if hasattr(pool, name) else default
+
+
+def _cell_json(g, r: int, c: int) -> dict:
+    content = int(g.content[r, c])
+    out: dict[str, Any] = {"content": _CONTENT_NAMES[Content(content)]}
+    if content == Content.BLOCK:
+        is_program = int(g.block_kind[r, c]) == BlockKind.PROGRAM
+        out["block"] = {
+            "kind": "program" if is_program else "data",
+            "points": int(g.block_points[r, c]),
+            "program": int(g.block_program[r, c]) + FIRST_PROGRAM if is_program else None,
+            "spawnCount": int(g.block_spawn[r, c]),
+            "isQuestion": bool(g.block_question[r, c]),
+        }
+    kind = int(g.resource_kind[r, c])
+    out["resource"] = _RESOURCE_NAMES[Resource(kind)]
+    out["amount"] = int(g.resource_amount[r, c]) if kind != Resource.NONE else 0
+    out["siphoned"] = bool(g.siphoned[r, c])
+    out["center"] = bool(g.center[r, c])
+    return out
+
+
+class _Reader:
+    """Typed, range-checked access to one JSON object; errors name the field path."""
+
+    def __init__(self, d: Any, path: str):
+        if not isinstance(d, dict):
+            raise ValueError(f"{path}: expected an object")
+        self.d, self.path = d, path
+
+    def int(self, key: str, bounds=_I32, storage: str = "int32") -> int:
+        v = _field(self.d, key, self.path, int, required=True)
+        return _fits(v, bounds, f"{self.path}.{key}", storage)
+
+    def bool(self, key: str) -> bool:
+        return _field(self.d, key, self.path, bool, required=True)
+
+    def str(self, key: str) -> str:
+        return _field(self.d, key, self.path, str, required=True)
+
+    def list(self, key: str) -> list:
+        v = self.d.get(key)
+        if not isinstance(v, list):
+            raise ValueError(f"{self.path}.{key}: expected a list")
+        return v
+
+    def obj(self, key: str) -> _Reader:
+        return _Reader(self.d.get(key), f"{self.path}.{key}")
+
+    def pos(self, rk: str = "row", ck: str = "col") -> tuple[int, int]:
+        r, c = self.int(rk), self.int(ck)
+        if not _on_board(r, c):
+            raise ValueError(f"{self.path}.{rk}/{ck}: ({r}, {c}) is off the board")
+        return r, c
 
 
 def state_from_full_json(d: dict) -> EnvState:
-    """Inverse of ``full_state_json``; every leaf is checked for shape and range."""
-    if not isinstance(d, dict) or d.get("version") != FULL_STATE_VERSION:
-        raise ValueError(f"version: expected {FULL_STATE_VERSION}")
-    template = _BLANK
-    return _to_jax(_from_plain(template, d, ""))
+    """Inverse of ``full_state_json`` (Swift ``setFullState`` schema, specs/swift.md).
+
+    Every key is required except ``history`` (absent: empty) and ``jax``
+    (absent: time 0, no overflow). A history longer than ``HISTORY_DEPTH``
+    keeps the newest snapshots and counts the rest in ``history.lost``.
+    """
+    f = _Reader(d, "state")
+    s = _numpy_blank()
+    s.stage[...] = f.int("stage", _I8, "int8")
+    if int(s.stage) < 1:
+        raise ValueError("state.stage: must be >= 1")
+    s.task_interval[...] = f.int("taskInterval")
+    s.next_task_turn[...] = f.int("nextTaskTurn")
+    s.pending_siphon_spawns[...] = f.int("pendingSiphonSpawns")
+    s.step_flag[...] = f.bool("stepFlag")
+    s.exit_pos[...] = f.obj("exitPos").pos()
+    _read_snapshot(f, s)
+    extras = d.get("jax")
+    if extras is not None:
+        x = _Reader(extras, "state.jax")
+        s.time[...] = x.int("time")
+        s.overflow[...] = x.bool("overflow")
+        lost, top = x.int("historyLost"), x.int("historyTop", (0, HISTORY_DEPTH - 1), "ring")
+    else:
+        lost, top = 0, None
+    items = d.get("history") or []
+    if not isinstance(items, list):
+        raise ValueError("state.history: expected a list")
+    keep = items[-HISTORY_DEPTH:]
+    lost += len(items) - len(keep)
+    n = len(keep)
+    top = n % HISTORY_DEPTH if top is None else top
+    snaps = s.history.snapshots
+    for k, item in enumerate(keep):
+        slot = (top - n + k) % HISTORY_DEPTH
+        snap = jax.tree.map(lambda x: np.array(x[0]), _BLANK.history.snapshots)
+        snap.owned_list[...] = -1  # padding, as in a live state
+        _read_snapshot(_Reader(item, f"state.history[{len(items) - n + k}]"), snap)
+        jax.tree.map(lambda buf, x, slot=slot: buf.__setitem__(slot, x), snaps, snap)
+    s.history.size[...] = n
+    s.history.top[...] = top
+    s.history.lost[...] = lost
+    return _to_jax(s)
 
 
-def _to_plain(node: Any) -> Any:
-    if hasattr(node, "__dataclass_fields__"):
-        return {k: _to_plain(getattr(node, k)) for k in node.__dataclass_fields__}
-    return np.asarray(node).tolist()
-
-
-def _from_plain(template: Any, d: Any, path: str) -> Any:
-    if hasattr(template, "__dataclass_fields__"):
-        if not isinstance(d, dict):
-            raise ValueError(f"{path or 'state'}: expected an object")
-        missing = set(template.__dataclass_fields__) - set(d)
-        if missing:
-            raise ValueError(f"{path or 'state'}: missing field(s) {sorted(missing)}")
-        fields = {
-            k: _from_plain(getattr(template, k), d[k], f"{path}.{k}" if path else k)
-            for k in template.__dataclass_fields__
-        }
-        return type(template)(**fields)
-    ref = np.asarray(template)
-    try:
-        arr = np.asarray(d)
-    except (ValueError, TypeError) as err:
-        raise ValueError(f"{path}: not a rectangular array ({err})") from None
-    if arr.shape != ref.shape:
-        raise ValueError(f"{path}: shape {arr.shape}, expected {ref.shape}")
-    if ref.dtype == np.bool_:
-        if arr.size and arr.dtype != np.bool_:
-            raise ValueError(f"{path}: expected booleans")
-        return arr.astype(np.bool_)
-    if arr.size and arr.dtype.kind not in "iu":
-        raise ValueError(f"{path}: expected integers")
-    info = np.iinfo(ref.dtype)
-    if arr.size and (arr.min() < info.min or arr.max() > info.max):
-        raise ValueError(f"{path}: value out of {ref.dtype} range")
-    return arr.astype(ref.dtype)
+def _read_snapshot(f: _Reader, s) -> None:
+    """Fill the snapshot fields (player, turn, programs, pools, grid, flags) of ``s``."""
+    p = f.obj("player")
+    s.player.pos[...] = p.pos()
+    s.player.hp[...] = p.int("hp", _I8, "int8")
+    s.player.credits[...] = p.int("credits")
+    s.player.energy[...] = p.int("energy")
+    s.player.siphons[...] = p.int("dataSiphons")
+    s.player.score[...] = p.int("score")
+    s.player.attack[...] = p.int("attackDamage", _I8, "int8")
+    s.turn[...] = f.int("turn")
+    s.show_flag[...] = f.bool("showFlag")
+    s.calm_flag[...] = f.bool("calmFlag")
+    s.atk_uses[...] = f.int("atkUsesThisStage", _I8, "int8")
+    owned = f.list("ownedPrograms")
+    if len(owned) > MAX_OWNED_LIST:
+        raise ValueError(f"{f.path}.ownedPrograms: more than {MAX_OWNED_LIST} entries")
+    for k, a in enumerate(owned):
+        if isinstance(a, bool) or not isinstance(a, int) or not FIRST_PROGRAM <= a < NUM_ACTIONS:
+            raise ValueError(f"{f.path}.ownedPrograms[{k}]: not a program action index (5..27)")
+        s.owned_list[k] = a - FIRST_PROGRAM
+    s.num_owned[...] = len(owned)
+    enemies = f.list("enemies")
+    if len(enemies) > MAX_ENEMIES:
+        raise ValueError(f"{f.path}.enemies: more than the pool capacity {MAX_ENEMIES}")
+    for k, item in enumerate(enemies):
+        e, en = _Reader(item, f"{f.path}.enemies[{k}]"), s.enemies
+        kind = parse_enemy_name(e.str("type"))
+        if kind is None:
+            raise ValueError(f"{e.path}.type: unknown enemy type {e.d['type']!r}")
+        en.kind[k], en.pos[k] = kind, e.pos()
+        en.hp[k] = e.int("hp", _I8, "int8")
+        en.last_known[k] = e.pos("lastKnownRow", "lastKnownCol")
+        en.alive[k] = True
+        values = dict(
+            disabled=e.int("disabled", _I8, "int8"),
+            stunned=e.bool("stunned"),
+            from_task=e.bool("fromTask"),
+            from_siphon=e.bool("fromSiphon"),
+        )
+        for name, v in values.items():  # a snapshot keeps none of these (types.SnapEnemies)
+            if hasattr(en, name):
+                getattr(en, name)[k] = v
+    trans = f.list("transmissions")
+    if len(trans) > MAX_TRANSMISSIONS:
+        raise ValueError(f"{f.path}.transmissions: more than the pool capacity {MAX_TRANSMISSIONS}")
+    for k, item in enumerate(trans):
+        t, tr = _Reader(item, f"{f.path}.transmissions[{k}]"), s.transmissions
+        kind = parse_enemy_name(t.str("enemyType"))
+        if kind is None:
+            raise ValueError(f"{t.path}.enemyType: unknown enemy type {t.d['enemyType']!r}")
+        tr.pos[k], tr.kind[k] = t.pos(), kind
+        tr.countdown[k] = t.int("countdown", _I8, "int8")
+        tr.alive[k] = True
+        for name, v in (("from_task", t.bool("fromTask")), ("from_siphon", t.bool("fromSiphon"))):
+            if hasattr(tr, name):
+                getattr(tr, name)[k] = v
+    rows = f.list("cells")
+    g = s.grid
+    if len(rows) != GRID_SIZE or any(not isinstance(r, list) or len(r) != GRID_SIZE for r in rows):
+        raise ValueError(f"{f.path}.cells: expected 6 rows of 6 cells")
+    for r in range(GRID_SIZE):
+        for c in range(GRID_SIZE):
+            cell = _Reader(rows[r][c], f"{f.path}.cells[{r}][{c}]")
+            names = {v: k for k, v in _CONTENT_NAMES.items()}
+            content = names.get(cell.str("content"))
+            if content is None:
+                raise ValueError(f"{cell.path}.content: expected empty, block, dataSiphon or exit")
+            g.content[r, c] = content
+            if content == Content.BLOCK:
+                b = cell.obj("block")
+                kind = b.str("kind")
+                if kind not in ("data", "program"):
+                    raise ValueError(f"{b.path}.kind: expected data or program")
+                g.block_kind[r, c] = BlockKind.DATA if kind == "data" else BlockKind.PROGRAM
+                g.block_points[r, c] = b.int("points", _I8, "int8")
+                g.block_spawn[r, c] = b.int("spawnCount", _I8, "int8")
+                g.block_question[r, c] = b.bool("isQuestion")
+                if kind == "program":
+                    a = b.int("program")
+                    if not FIRST_PROGRAM <= a < NUM_ACTIONS:
+                        raise ValueError(f"{b.path}.program: not a program action index (5..27)")
+                    g.block_program[r, c] = a - FIRST_PROGRAM
+            rnames = {v: k for k, v in _RESOURCE_NAMES.items()}
+            res = rnames.get(cell.str("resource"))
+            if res is None:
+                raise ValueError(f"{cell.path}.resource: expected none, credits or energy")
+            g.resource_kind[r, c] = res
+            g.resource_amount[r, c] = 0 if res == Resource.NONE else cell.int("amount", _I8, "int8")
+            g.siphoned[r, c] = cell.bool("siphoned")
+            g.center[r, c] = cell.bool("center")
 
 
 __all__ = [
