@@ -76,8 +76,9 @@ def ref_enemy_move(e, t, glitch, blocks, occ):
     if step is not None:
         return step
     step = search(False)
-    if step is not None:
-        return None if step in occ else step  # tier 2 yields nothing -> tier 3
+    if step is not None and step not in occ:
+        return step
+    # tier 2 found nothing, or its step is occupied ("yields nothing"): tier 3
     best = None
     for dr, dc in OFFS:
         n = (e[0] + dr, e[1] + dc)
