@@ -129,7 +129,6 @@ class SwiftGame:
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=self._stderr_file,
-                bufsize=0,
             )
         except OSError as e:
             raise SwiftProcessError(f"cannot start {self._argv[0]}: {e}") from e
@@ -142,11 +141,17 @@ class SwiftGame:
     @staticmethod
     def _read_stdout(proc: subprocess.Popen[bytes], lines: queue.Queue[bytes | None]) -> None:
         assert proc.stdout is not None
+        # This thread owns stdout: it alone closes it, after EOF. (Closing it from another
+        # thread could let the fd number be reused by the next process's pipe while this
+        # thread still reads from it.)
         try:
             for line in iter(proc.stdout.readline, b""):
                 lines.put(line)
-        except (OSError, ValueError):  # stdout closed by close()/_kill()
+        except (OSError, ValueError):
             pass
+        finally:
+            with contextlib.suppress(OSError):
+                proc.stdout.close()
         lines.put(None)  # EOF
 
     def _detect_extensions(self) -> None:
@@ -189,10 +194,9 @@ class SwiftGame:
             proc.kill()
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=5)
-        for stream in (proc.stdin, proc.stdout):
-            if stream is not None:
-                with contextlib.suppress(OSError):
-                    stream.close()
+        if proc.stdin is not None:  # stdout is closed by its reader thread at EOF
+            with contextlib.suppress(OSError):
+                proc.stdin.close()
 
     def close(self) -> None:
         """End the process: close stdin (the binary exits on EOF), then kill if it lingers."""
@@ -348,21 +352,27 @@ class SwiftGame:
     def supports_full_state(self) -> bool:
         """Whether ``getFullState``/``setFullState`` exist (probed once)."""
         if self._supports_full_state is None:
+            exts = (self.version_info or {}).get("extensions")
             if not self.extensions:
                 self._supports_full_state = False
-            else:
+            elif isinstance(exts, list):
+                self._supports_full_state = "getFullState" in exts
+            else:  # probe; "No game" errors still mean the command exists
                 try:
                     self.request({"action": "getFullState"})
                     self._supports_full_state = True
-                except SwiftCommandError:
-                    self._supports_full_state = False
+                except SwiftCommandError as e:
+                    self._supports_full_state = not e.error.startswith("Unknown command")
         return self._supports_full_state
 
-    def full_state(self) -> dict[str, Any]:
-        """The complete internal state (our binary only)."""
+    def full_state(self, include_history: bool = False) -> dict[str, Any]:
+        """The complete internal state (our binary only; schema in specs/swift.md)."""
         if not self.supports_full_state:
             raise SwiftError("this binary has no getFullState (canonical binary?)")
-        reply = self.request({"action": "getFullState"})
+        req: dict[str, Any] = {"action": "getFullState"}
+        if include_history:
+            req["includeHistory"] = True
+        reply = self.request(req)
         return reply.get("state", reply)
 
     def set_full_state(self, state: dict[str, Any]) -> dict[str, Any]:

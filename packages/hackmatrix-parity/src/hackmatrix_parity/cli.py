@@ -1,0 +1,123 @@
+"""``hm-parity``: differential test of the JAX env against a Swift headless binary.
+
+    uv run hm-parity --swift-bin PATH --scenarios N --steps M --seed S
+
+Prints a table (steps compared, matches by class, mismatches by category,
+coverage per action and rule area) and the shrunk repros as JSON; exits 1 on
+any mismatch. Without ``--swift-bin`` it uses ``$HACKMATRIX_SWIFT_BIN``, else
+builds and uses the repo's binary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from hackmatrix_parity.engine import ACTION_NAMES, Config, Engine, Report, random_scenarios
+
+
+def format_report(rep: Report, *, extensions: bool, full: bool) -> str:
+    lines = []
+    w = lines.append
+    w(f"binary: {'ours (seed/full-state extensions)' if extensions else 'canonical (no extensions)'}"
+      f"; hidden-state check: {'on' if full else 'off'}")  # fmt: skip
+    w(f"scenarios run: {rep.scenarios_run}   failed: {rep.scenarios_failed}   "
+      f"stopped at hidden randomness: {rep.scenarios_stopped_hidden}   time: {rep.seconds:.1f}s")  # fmt: skip
+    w("")
+    w(f"{'steps compared':<34}{rep.compared:>10}")
+    w(f"{'  matched, first key (no search)':<34}{rep.steps['first_key']:>10}")
+    w(f"{'  matched by key search':<34}{rep.steps['key_search']:>10}")
+    w(f"{'  random outcome -> resync':<34}{rep.steps['resync']:>10}")
+    w(f"{'  mismatches':<34}{rep.steps['mismatch']:>10}")
+    w(f"{'initial-observation mismatches':<34}{rep.initial_mismatches:>10}")
+    w(f"{'swift errors':<34}{rep.swift_errors:>10}")
+    if rep.mismatch_categories:
+        w("")
+        w(
+            "mismatches by category (reward / breakdown.* / obs.* / tensor.* / mask[i] / done / ...):"
+        )
+        for cat, n in rep.mismatch_categories.most_common():
+            w(f"  {cat:<48}{n:>8}")
+    if rep.stagegen_violations:
+        w("")
+        w("stage-generation invariant violations:")
+        for cat, n in rep.stagegen_violations.most_common():
+            w(f"  {cat:<48}{n:>8}")
+    w("")
+    w("coverage per action (valid executed / invalid attempted):")
+    for i, name in enumerate(ACTION_NAMES):
+        w(f"  {i:>2} {name:<8}{rep.actions_valid[name]:>8}{rep.actions_invalid[name]:>8}")
+    w("")
+    w("coverage per rule area (steps):")
+    for tag, n in sorted(rep.areas.items()):
+        w(f"  {tag:<40}{n:>8}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="hm-parity", description=__doc__.split("\n\n")[0])
+    p.add_argument("--swift-bin", default=None, help="Swift headless binary (default: "
+                   "$HACKMATRIX_SWIFT_BIN, else the repo's binary, built if needed)")  # fmt: skip
+    p.add_argument("--scenarios", type=int, default=200)
+    p.add_argument("--steps", type=int, default=20)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--keys", type=int, default=64, help="JAX keys tried per random step")
+    p.add_argument("--batch", type=int, default=8, help="scenarios run in lockstep")
+    p.add_argument("--invalid-prob", type=float, default=0.03)
+    p.add_argument("--no-full-check", action="store_true", help="skip getFullState comparison")
+    p.add_argument("--shrink", type=int, default=3, help="shrink at most this many failures")
+    p.add_argument("--repro-dir", type=Path, default=None, help="write shrunk repros here")
+    p.add_argument("--json", type=Path, default=None, help="also write the report as JSON")
+    args = p.parse_args(argv)
+
+    cfg = Config(
+        scenarios=args.scenarios, steps=args.steps, seed=args.seed, num_keys=args.keys,
+        batch=args.batch, invalid_prob=args.invalid_prob, full_check=not args.no_full_check,
+    )  # fmt: skip
+    scenarios = random_scenarios(cfg.scenarios, cfg.seed)
+    with Engine(cfg, args.swift_bin) as eng:
+        rep = eng.run(scenarios)
+        print(format_report(rep, extensions=eng.extensions, full=eng.full))
+        shrunk = []
+        if rep.failures and args.shrink > 0:
+            from hackmatrix_parity.shrink import Shrinker, repro_json
+
+            one = Config(**{**cfg.__dict__, "batch": 1})
+            with Engine(one, args.swift_bin) as eng1:
+                shrinker = Shrinker(eng1)
+                for f in rep.failures[: args.shrink]:
+                    shrinker.calls = 0
+                    s = shrinker.shrink(f)
+                    shrunk.append(s)
+                    print("\nshrunk repro (paste into tests/parity/regressions/*.json):")
+                    print(repro_json(s))
+            if args.repro_dir is not None:
+                args.repro_dir.mkdir(parents=True, exist_ok=True)
+                for i, s in enumerate(shrunk):
+                    (args.repro_dir / f"repro_{args.seed}_{i}.json").write_text(repro_json(s))
+        if args.json is not None:
+            args.json.write_text(
+                json.dumps(
+                    {
+                        "steps": dict(rep.steps),
+                        "mismatch_categories": dict(rep.mismatch_categories),
+                        "actions_valid": dict(rep.actions_valid),
+                        "actions_invalid": dict(rep.actions_invalid),
+                        "areas": dict(rep.areas),
+                        "stagegen_violations": dict(rep.stagegen_violations),
+                        "scenarios_run": rep.scenarios_run,
+                        "scenarios_failed": rep.scenarios_failed,
+                        "seconds": rep.seconds,
+                        "failures": [f.as_json() for f in rep.failures[:50]],
+                    },
+                    indent=1,
+                    default=str,
+                )
+            )
+    return 1 if (rep.mismatches or rep.swift_errors or rep.failures) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,451 @@
+"""The differential engine: Swift vs JAX, step by step, over random scenarios (specs/parity.md).
+
+Scenarios run in ``B`` lanes in lockstep (one Swift process per lane), so the
+JAX side steps ``B x K`` candidates in one jitted call. For each step:
+
+1. Swift: ``step`` + ``getValidActions`` + ``getInternalState`` (+ ``getFullState``
+   on our binary).
+2. JAX: the lane's state stepped under ``K`` keys.
+3. A candidate *matches* when reward, the 15 breakdown values, done, the info
+   flags, the three tensors, the mask, the observation JSON and the internal
+   state all agree (and, on our binary, the full state). The lane continues
+   from the first matching candidate: ``first_key`` if it was key 0,
+   ``key_search`` otherwise.
+4. No candidate matches: the elements on which all K candidates agree are
+   *determined* (no key can change them). If Swift agrees with candidate 0 on
+   all of them, the difference is random (WARP/POLY/spawn cells/enemy order/stage
+   generation) and the lane is *resynced* from Swift's full state; otherwise it
+   is a *mismatch*, reported with the determined differences. A resync after a
+   stage completion also checks the generation invariants.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import jax
+import numpy as np
+
+from hackmatrix_parity import compare as cmp
+from hackmatrix_parity import jax_side
+from hackmatrix_parity import swift_full as swift_full_mod
+from hackmatrix_parity.client import SwiftCommandError, SwiftError, SwiftGame
+from hackmatrix_parity.scenarios import THEMES, generate_scenario
+from hackmatrix_parity.tensor import REWARD_COMPONENTS, SWIFT_BREAKDOWN_KEYS
+
+PROGRAM_NAMES = (
+    "push", "pull", "crash", "warp", "poly", "wait", "debug", "row", "col", "undo",
+    "step", "siph+", "exch", "show", "reset", "calm", "d_bom", "delay", "anti-v",
+    "score", "reduc", "atk+", "hack",
+)  # fmt: skip
+ACTION_NAMES = ("up", "down", "left", "right", "siphon", *PROGRAM_NAMES)
+CLASSES = ("first_key", "key_search", "resync", "mismatch")
+# Full-state leaves a random draw can set while the observation hides them.
+RANDOM_HIDDEN = ("full.transmissions.enemyType",)
+
+
+@dataclass
+class Config:
+    scenarios: int = 100
+    steps: int = 20
+    seed: int = 0
+    num_keys: int = 64
+    batch: int = 8
+    invalid_prob: float = 0.03
+    full_check: bool = True  # compare getFullState on our binary
+    timeout: float = 20.0
+
+
+@dataclass
+class Failure:
+    """A mismatching scenario: the setState dict, the actions up to the failing one, diffs."""
+
+    scenario: dict[str, Any]
+    actions: list[int]
+    step: int  # 0 = the initial setState observation
+    diffs: list[cmp.Diff]
+    note: str = ""
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "scenario": self.scenario,
+            "actions": self.actions,
+            "step": self.step,
+            "note": self.note,
+            "diffs": [d.as_json() for d in self.diffs[:20]],
+        }
+
+
+@dataclass
+class Report:
+    steps: Counter = field(default_factory=Counter)  # class -> count
+    mismatch_categories: Counter = field(default_factory=Counter)
+    actions_valid: Counter = field(default_factory=Counter)
+    actions_invalid: Counter = field(default_factory=Counter)
+    areas: Counter = field(default_factory=Counter)
+    stagegen_violations: Counter = field(default_factory=Counter)
+    failures: list[Failure] = field(default_factory=list)
+    scenarios_run: int = 0
+    scenarios_failed: int = 0
+    scenarios_stopped_hidden: int = 0
+    initial_mismatches: int = 0
+    swift_errors: int = 0
+    seconds: float = 0.0
+
+    @property
+    def compared(self) -> int:
+        return sum(self.steps.values())
+
+    @property
+    def matches(self) -> int:
+        return self.steps["first_key"] + self.steps["key_search"] + self.steps["resync"]
+
+    @property
+    def mismatches(self) -> int:
+        return self.steps["mismatch"] + self.initial_mismatches
+
+    def merge(self, other: Report) -> None:
+        for name in ("steps", "mismatch_categories", "actions_valid", "actions_invalid", "areas",
+                     "stagegen_violations"):  # fmt: skip
+            getattr(self, name).update(getattr(other, name))
+        self.failures += other.failures
+        for name in ("scenarios_run", "scenarios_failed", "scenarios_stopped_hidden",
+                     "initial_mismatches", "swift_errors", "seconds"):  # fmt: skip
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+
+@dataclass
+class _Lane:
+    game: SwiftGame
+    scenario: dict[str, Any] | None = None
+    script: list[int] | None = None
+    actions: list[int] = field(default_factory=list)
+    prev: cmp.SwiftStep | None = None
+    active: bool = False
+
+
+def _step_tags(prev: cmp.SwiftStep, sw: cmp.SwiftStep, action: int) -> list[str]:
+    """Rule areas a step exercised, read from Swift's side only."""
+    tags = []
+    po, o = prev.obs, sw.obs
+    if sw.flags["invalid_action"]:
+        return ["invalid"]
+    if action < 4:
+        moved = (po["playerRow"], po["playerCol"]) != (o["playerRow"], o["playerCol"])
+        tags.append("move" if moved else "attack")
+    bd = dict(zip(REWARD_COMPONENTS, sw.breakdown, strict=True))
+    for name in SWIFT_BREAKDOWN_KEYS.values():
+        if bd[name] != 0:
+            tags.append(f"reward.{name}")
+    for f in ("stage_complete", "death"):
+        if sw.flags[f]:
+            tags.append(f)
+    if sw.done and not sw.flags["death"]:
+        tags.append("victory")
+    pi, i = prev.internal, sw.internal
+    if pi is not None and i is not None:
+        if i["turnCount"] != pi["turnCount"] and not sw.flags["stage_complete"]:
+            tags.append("enemy_phase")
+        if len(i["enemies"]) > len(pi["enemies"]):
+            tags.append("hatch")
+        if pi["pendingSiphonTransmissions"] > 0 and i["pendingSiphonTransmissions"] == 0:
+            tags.append("siphon_spawns_placed")
+        if (
+            i["nextScheduledTaskTurn"] > pi["nextScheduledTaskTurn"]
+            and action != 4
+            and not sw.flags["stage_complete"]
+        ):
+            tags.append("scheduled_spawn")
+        cells = [(e["row"], e["col"]) for e in pi["enemies"]]
+        if len(cells) != len(set(cells)):
+            tags.append("stacked_enemies")
+        if any(e["isStunned"] for e in pi["enemies"]):
+            tags.append("stunned_enemy")
+        if po["cryptogHints"]:
+            tags.append("hidden_cryptog")
+    if po.get("showActivated"):
+        tags.append("show_active")
+    if po.get("scheduledTasksDisabled"):
+        tags.append("calm_active")
+    return tags
+
+
+def full_diffs(swift_full: dict[str, Any], jax_state: Any) -> list[cmp.Diff]:
+    """Hidden-state diffs: Swift ``getFullState`` (no history) vs the JAX state in that schema."""
+    mine = swift_full_mod.from_jax(jax_state, include_history=False)
+    theirs = {k: v for k, v in swift_full.items() if k != "history"}
+    return cmp.json_diffs(theirs, mine, "full")
+
+
+class Engine:
+    """Runs scenarios against one Swift binary; see the module docstring."""
+
+    def __init__(
+        self, config: Config, swift_bin: str | None = None, command: list[str] | None = None
+    ):
+        self.cfg = config
+        self.swift_bin = swift_bin
+        self.command = command
+        self.stepper = jax_side.CandidateStepper(config.batch, config.num_keys)
+        self.lanes = [self._new_game() for _ in range(config.batch)]
+        self.full = config.full_check and self.lanes[0].game.supports_full_state
+        self.extensions = self.lanes[0].game.extensions
+        self._tick = 0
+
+    def _new_game(self) -> _Lane:
+        return _Lane(SwiftGame(self.swift_bin, command=self.command, timeout=self.cfg.timeout))
+
+    def close(self) -> None:
+        for lane in self.lanes:
+            lane.game.close()
+
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ swift side
+    def _swift_after(self, lane: _Lane) -> tuple[list[int], dict[str, Any], dict[str, Any] | None]:
+        valid = lane.game.valid_actions()
+        internal = lane.game.internal_state()
+        full = lane.game.full_state() if self.full else None
+        return valid, internal, full
+
+    # ------------------------------------------------------------------ public API
+    def run(
+        self, scenarios: list[dict[str, Any]], scripts: list[list[int]] | None = None
+    ) -> Report:
+        """Run every scenario for ``cfg.steps`` steps (or its script); returns the report."""
+        t0 = time.monotonic()
+        report = Report()
+        queue = list(range(len(scenarios)))[::-1]
+        rng = np.random.default_rng(self.cfg.seed + 7919)
+        batch_states: list[Any] = [None] * self.cfg.batch
+        batch = None
+
+        def load(b: int) -> bool:
+            """Put the next scenario into lane b; False when none is left."""
+            lane = self.lanes[b]
+            lane.active = False
+            while queue:
+                i = queue.pop()
+                sc = scenarios[i]
+                lane.scenario, lane.actions = sc, []
+                lane.script = None if scripts is None else list(scripts[i])
+                report.scenarios_run += 1
+                try:
+                    if not lane.game.alive:
+                        lane.game.restart()
+                    obs = lane.game.set_state(sc)
+                    valid, internal, full = self._swift_after(lane)
+                except SwiftCommandError as e:
+                    report.failures.append(Failure(sc, [], 0, [], f"swift rejected setState: {e}"))
+                    report.scenarios_failed += 1
+                    report.initial_mismatches += 1
+                    continue
+                except SwiftError as e:
+                    report.swift_errors += 1
+                    report.failures.append(Failure(sc, [], 0, [], f"swift error: {e}"))
+                    report.scenarios_failed += 1
+                    lane.game.restart()
+                    continue
+                try:
+                    state = jax_side.load_scenario(sc)
+                except ValueError as e:
+                    report.failures.append(Failure(sc, [], 0, [], f"JAX rejected scenario: {e}"))
+                    report.scenarios_failed += 1
+                    report.initial_mismatches += 1
+                    continue
+                sw = cmp.SwiftStep.initial(obs, valid, internal)
+                diffs = self._initial_diffs(sw, state, full)
+                if diffs:
+                    report.initial_mismatches += 1
+                    report.scenarios_failed += 1
+                    for d in diffs:
+                        report.mismatch_categories[d.category] += 1
+                    report.failures.append(Failure(sc, [], 0, diffs, "initial observation"))
+                    continue
+                if lane.script is not None and not lane.script:
+                    continue  # nothing to step: the initial comparison was the test
+                lane.prev = sw
+                lane.active = True
+                batch_states[b] = state
+                return True
+            return False
+
+        for b in range(self.cfg.batch):
+            load(b)
+        template = next((s for s in batch_states if s is not None), None)
+        if template is None:
+            report.seconds = time.monotonic() - t0
+            return report
+        batch_states = [s if s is not None else template for s in batch_states]
+        batch = self.stepper.stack(batch_states)
+
+        while any(lane.active for lane in self.lanes):
+            actions = np.zeros(self.cfg.batch, np.int32)
+            replies: dict[int, cmp.SwiftStep] = {}
+            fulls: dict[int, dict[str, Any] | None] = {}
+            for b, lane in enumerate(self.lanes):
+                if not lane.active:
+                    continue
+                a = self._choose(lane, rng)
+                actions[b] = a
+                lane.actions.append(a)
+                try:
+                    reply = lane.game.step(a)
+                    valid, internal, full = self._swift_after(lane)
+                except SwiftError as e:
+                    report.swift_errors += 1
+                    report.scenarios_failed += 1
+                    report.steps["mismatch"] += 1
+                    report.mismatch_categories["swift_error"] += 1
+                    report.failures.append(
+                        Failure(lane.scenario or {}, list(lane.actions), len(lane.actions), [],
+                                f"swift error: {e}")
+                    )  # fmt: skip
+                    lane.game.restart()
+                    lane.active = False
+                    continue
+                replies[b] = cmp.SwiftStep.from_reply(reply, valid, internal)
+                fulls[b] = full
+            keys = jax_side.make_keys(self.cfg.seed, self._tick, self.cfg.batch, self.cfg.num_keys)
+            self._tick += 1
+            nxt, out = self.stepper.step(batch, actions, keys)
+            choice = np.zeros(self.cfg.batch, np.int32)
+            resync: dict[int, Any] = {}
+            finished: list[int] = []
+            for b, sw in replies.items():
+                lane = self.lanes[b]
+                ob = {k: v[b] for k, v in out.items()}
+                cls, k, diffs, new_state = self._judge(b, lane, sw, ob, nxt, fulls[b], report)
+                report.steps[cls] += 1
+                a = lane.actions[-1]
+                if sw.flags["invalid_action"]:
+                    report.actions_invalid[ACTION_NAMES[a]] += 1
+                else:
+                    report.actions_valid[ACTION_NAMES[a]] += 1
+                report.areas.update(_step_tags(lane.prev, sw, a))  # type: ignore[arg-type]
+                if cls == "mismatch":
+                    for d in diffs:
+                        report.mismatch_categories[d.category] += 1
+                    report.failures.append(
+                        Failure(lane.scenario or {}, list(lane.actions), len(lane.actions), diffs)
+                    )
+                    report.scenarios_failed += 1
+                    finished.append(b)
+                    continue
+                if cls == "resync":
+                    if new_state is None:
+                        report.scenarios_stopped_hidden += 1
+                        finished.append(b)
+                        continue
+                    resync[b] = new_state
+                else:
+                    choice[b] = k
+                lane.prev = sw
+                limit = len(lane.script) if lane.script is not None else self.cfg.steps
+                if (sw.done and not sw.flags["invalid_action"]) or len(lane.actions) >= limit:
+                    finished.append(b)
+            batch = self.stepper.select(nxt, choice)
+            for b, st in resync.items():
+                batch = self.stepper.set_lane(batch, b, st)
+            for b in finished:
+                self.lanes[b].active = False
+            for b in range(self.cfg.batch):
+                if not self.lanes[b].active and queue and load(b):
+                    batch = self.stepper.set_lane(batch, b, batch_states[b])
+        report.seconds = time.monotonic() - t0
+        return report
+
+    # ------------------------------------------------------------------ helpers
+    def _choose(self, lane: _Lane, rng: np.random.Generator) -> int:
+        if lane.script is not None:
+            i = len(lane.actions)
+            return int(lane.script[i]) if i < len(lane.script) else 10
+        assert lane.prev is not None
+        mask = lane.prev.mask
+        valid = np.flatnonzero(mask)
+        invalid = np.flatnonzero(~mask)
+        if len(valid) == 0 or (len(invalid) and rng.random() < self.cfg.invalid_prob):
+            return int(rng.choice(invalid))
+        # Weight programs up: they are most of the rule surface but rarely the only choice.
+        w = np.where(valid >= 5, 3.0, 1.0)
+        return int(rng.choice(valid, p=w / w.sum()))
+
+    def _initial_diffs(self, sw: cmp.SwiftStep, state: Any, full: dict | None) -> list[cmp.Diff]:
+        one = self.stepper.initial(self.stepper.stack([state]))
+        out = {k: v[0][None] for k, v in one.items()}
+        agree = cmp.vector_agreement(sw, out, initial=True)
+        diffs = cmp.vector_diffs(sw, out, 0) if not cmp.candidate_ok(agree)[0] else []
+        host = jax.device_get(state)
+        diffs += cmp.json_diffs(sw.obs, jax_side.observation_json(host), "obs")
+        diffs += cmp.json_diffs(sw.internal, jax_side.internal_state_json(host), "internal")
+        if full is not None:
+            diffs += full_diffs(full, host)
+        return diffs
+
+    def _judge(self, b, lane, sw, ob, nxt, full, report):
+        """-> (class, candidate index, diffs, resync state or None)."""
+        agree = cmp.vector_agreement(sw, ob)
+        ok = cmp.candidate_ok(agree)
+        first_json_diffs: list[cmp.Diff] | None = None
+        hidden_random = False
+        for k in np.flatnonzero(ok)[:4]:
+            host = self.stepper.take(nxt, b, int(k))
+            diffs = cmp.json_diffs(sw.obs, jax_side.observation_json(host), "obs")
+            diffs += cmp.json_diffs(sw.internal, jax_side.internal_state_json(host), "internal")
+            if not diffs and full is not None:
+                fd = full_diffs(full, host)
+                if fd:
+                    if all(d.category in RANDOM_HIDDEN for d in fd):
+                        hidden_random = True
+                        continue
+                    diffs = fd
+            if not diffs:
+                return ("first_key" if k == 0 else "key_search"), int(k), [], None
+            if cmp.is_random_only(diffs):
+                hidden_random = True
+                continue
+            if first_json_diffs is None:
+                first_json_diffs = diffs
+        if first_json_diffs is not None and not hidden_random:
+            return "mismatch", 0, first_json_diffs, None
+        if not hidden_random:
+            det = cmp.determined(ob)
+            varies = not all(v.all() for v in det.values())
+            diffs = cmp.vector_diffs(sw, ob, 0, only=det)
+            if diffs or not varies:
+                if not diffs:  # deterministic JAX, vectors agree, JSON differs
+                    host = self.stepper.take(nxt, b, 0)
+                    diffs = cmp.json_diffs(sw.obs, jax_side.observation_json(host), "obs")
+                    diffs += cmp.json_diffs(
+                        sw.internal, jax_side.internal_state_json(host), "internal"
+                    )
+                return "mismatch", 0, diffs, None
+        # Random outcome not reproduced under K keys: resync from Swift.
+        if sw.flags["stage_complete"] and not sw.done:
+            n_before = sum(
+                "transmission" in lane.prev.obs["cells"][r][c] for r in range(6) for c in range(6)
+            )
+            for v in cmp.stage_invariants(sw.obs, lane.prev.obs["stage"], n_before + 8):
+                report.stagegen_violations[v.split(" ")[0]] += 1
+        if full is None:
+            return "resync", 0, [], None
+        whole = lane.game.full_state(include_history=True)
+        return "resync", 0, [], swift_full_mod.to_jax(whole)
+
+
+def random_scenarios(n: int, seed: int) -> list[dict[str, Any]]:
+    rng = np.random.default_rng(seed)
+    return [generate_scenario(rng, THEMES[i % len(THEMES)]) for i in range(n)]
+
+
+def run_parity(config: Config, swift_bin: str | None = None, command: list[str] | None = None):
+    """Generate ``config.scenarios`` scenarios from ``config.seed`` and run them."""
+    with Engine(config, swift_bin, command) as eng:
+        return eng.run(random_scenarios(config.scenarios, config.seed)), eng

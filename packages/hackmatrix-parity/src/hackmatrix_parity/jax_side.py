@@ -1,0 +1,175 @@
+"""The JAX side of the differential test: load states, step them under K keys at once.
+
+Everything that touches ``hackmatrix_env`` lives here, so the rest of the
+package (client, tensor, SwiftEnv) imports without JAX.
+
+``CandidateStepper`` jit-compiles one function for a fixed batch ``B`` of
+lanes (scenarios run in lockstep) and ``K`` keys per lane:
+``(states[B], actions[B], keys[B, K]) -> outcomes[B, K]``, where an outcome
+is the stepped state plus everything the comparison reads (reward, the 15
+breakdown values, tensors, mask, done, info flags). The stepped states stay
+on the device; ``select`` picks one candidate per lane as the next batch.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from hackmatrix_env import scenario as env_scenario
+from hackmatrix_env.constants import ENEMY_NAMES, REWARD_COMPONENTS
+from hackmatrix_env.types import EnvParams, EnvState
+
+
+def load_scenario(sc: dict[str, Any]) -> EnvState:
+    """EnvState from a ``setState`` dict, with Swift's lenient semantics."""
+    return env_scenario.state_from_json(sc, strict=False)
+
+
+def load_full_state(d: dict[str, Any]) -> EnvState:
+    """EnvState from a full-state dump (Swift ``getFullState``; specs/full-state.md)."""
+    return env_scenario.state_from_full_json(d)
+
+
+def full_state_json(state: EnvState) -> dict[str, Any]:
+    return env_scenario.full_state_json(state)
+
+
+def observation_json(state: EnvState) -> dict[str, Any]:
+    return env_scenario.observation_json(state)
+
+
+def internal_state_json(state: EnvState) -> dict[str, Any]:
+    """The ``getInternalState`` reply (interface §5.5) computed from a JAX state."""
+    s = jax.device_get(state)
+    e = s.enemies
+    enemies = []
+    for k in range(len(e.alive)):
+        if not bool(e.alive[k]):
+            continue
+        enemies.append(
+            {
+                "row": int(e.pos[k, 0]),
+                "col": int(e.pos[k, 1]),
+                "type": ENEMY_NAMES[int(e.kind[k])],
+                "hp": int(e.hp[k]),
+                "disabledTurns": int(e.disabled[k]),
+                "isStunned": bool(e.stunned[k]),
+                "spawnedFromSiphon": bool(e.from_siphon[k]),
+                "isFromScheduledTask": bool(e.from_task[k]),
+            }
+        )
+    return {
+        "scheduledTaskInterval": int(s.task_interval),
+        "nextScheduledTaskTurn": int(s.next_task_turn),
+        "pendingSiphonTransmissions": int(s.pending_siphon_spawns),
+        "turnCount": int(s.turn),
+        "enemies": enemies,
+    }
+
+
+def _step_fn():
+    from hackmatrix_env.game import step_game
+
+    n = len(inspect.signature(step_game).parameters)
+    if n >= 4:
+        params = EnvParams()
+        return lambda key, state, action: step_game(key, state, action, params)
+    return step_game
+
+
+def _outcome(step, key, state, action):
+    """One candidate: the stepped state and what the comparison reads."""
+    from hackmatrix_env.mask import action_mask
+    from hackmatrix_env.observation import observe
+    from hackmatrix_env.reward import reward_breakdown
+
+    after, ev = step(key, state, action)
+    bd = reward_breakdown(state, after, ev).astype(jnp.float32)
+    obs = observe(after)
+    mask = action_mask(after)
+    invalid = jnp.asarray(ev.invalid, bool)
+    died = (~invalid) & (after.player.hp == 0)
+    out = {
+        "reward": jnp.sum(bd),
+        "breakdown": bd,
+        "player": obs.player,
+        "programs": obs.programs.astype(jnp.float32),
+        "grid": obs.grid,
+        "mask": mask,
+        "done": invalid | died | jnp.asarray(ev.victory, bool),
+        "invalid_action": invalid,
+        "stage_complete": (~invalid) & jnp.asarray(ev.exit_reached, bool),
+        "death": died,
+    }
+    return after, out
+
+
+def _initial(state):
+    from hackmatrix_env.mask import action_mask
+    from hackmatrix_env.observation import observe
+
+    obs = observe(state)
+    return {
+        "player": obs.player,
+        "programs": obs.programs.astype(jnp.float32),
+        "grid": obs.grid,
+        "mask": action_mask(state),
+    }
+
+
+class CandidateStepper:
+    """Jitted ``B`` lanes x ``K`` keys stepping; compiled once per (B, K)."""
+
+    def __init__(self, batch: int, num_keys: int):
+        self.B, self.K = int(batch), int(num_keys)
+        step = _step_fn()
+        one = lambda k, s, a: _outcome(step, k, s, a)  # noqa: E731
+        over_keys = jax.vmap(one, in_axes=(0, None, None))
+        self._step = jax.jit(jax.vmap(over_keys, in_axes=(0, 0, 0)))
+        self._select = jax.jit(
+            lambda states, idx: jax.tree.map(lambda x: x[jnp.arange(x.shape[0]), idx], states)
+        )
+        self._take = jax.jit(lambda states, b, k: jax.tree.map(lambda x: x[b, k], states))
+        self._lane = jax.jit(lambda batch, b: jax.tree.map(lambda x: x[b], batch))
+        self._set_lane = jax.jit(
+            lambda batch, b, s: jax.tree.map(lambda x, y: x.at[b].set(y), batch, s)
+        )
+        self._initial = jax.jit(jax.vmap(_initial))
+
+    @staticmethod
+    def stack(states: list[EnvState]) -> EnvState:
+        return jax.tree.map(lambda *xs: jnp.stack([jnp.asarray(x) for x in xs]), *states)
+
+    def step(self, batch: EnvState, actions: np.ndarray, keys: jax.Array):
+        """-> (next_states[B, K] on device, outcome dict of host numpy arrays [B, K, ...])."""
+        nxt, out = self._step(keys, batch, jnp.asarray(actions, jnp.int32))
+        return nxt, jax.device_get(out)
+
+    def initial(self, batch: EnvState) -> dict[str, np.ndarray]:
+        return jax.device_get(self._initial(batch))
+
+    def select(self, nxt: EnvState, idx: np.ndarray) -> EnvState:
+        return self._select(nxt, jnp.asarray(idx, jnp.int32))
+
+    def take(self, nxt: EnvState, b: int, k: int) -> EnvState:
+        return jax.device_get(self._take(nxt, b, k))
+
+    def lane(self, batch: EnvState, b: int) -> EnvState:
+        return jax.device_get(self._lane(batch, b))
+
+    def set_lane(self, batch: EnvState, b: int, state: EnvState) -> EnvState:
+        return self._set_lane(batch, b, state)
+
+
+def make_keys(seed: int, tick: int, batch: int, num_keys: int) -> jax.Array:
+    """keys[B, K] for one lockstep tick; key k of a lane is fixed given (seed, tick, lane)."""
+    base = jax.random.fold_in(jax.random.key(seed), tick)
+    return jax.random.split(base, batch * num_keys).reshape(batch, num_keys)
+
+
+def breakdown_names() -> tuple[str, ...]:
+    return tuple(REWARD_COMPONENTS)
