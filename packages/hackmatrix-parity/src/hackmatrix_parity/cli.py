@@ -69,6 +69,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-full-check", action="store_true", help="skip getFullState comparison")
     p.add_argument("--shrink", type=int, default=3, help="shrink at most this many failures")
     p.add_argument("--repro-dir", type=Path, default=None, help="write shrunk repros here")
+    p.add_argument("--distributions", type=int, default=0, metavar="N",
+                   help="also run the chi-square distribution checks with N samples each")  # fmt: skip
     p.add_argument("--json", type=Path, default=None, help="also write the report as JSON")
     args = p.parse_args(argv)
 
@@ -97,6 +99,12 @@ def main(argv: list[str] | None = None) -> int:
                 args.repro_dir.mkdir(parents=True, exist_ok=True)
                 for i, s in enumerate(shrunk):
                     (args.repro_dir / f"repro_{args.seed}_{i}.json").write_text(repro_json(s))
+        if args.distributions > 0:
+            from hackmatrix_parity.distributions import format_results, run_distribution_checks
+
+            print("\ndistribution checks (chi-square p-values; p(same) = Swift vs JAX):")
+            print(format_results(run_distribution_checks(eng.lanes[0].game, args.distributions,
+                                                         args.seed)))  # fmt: skip
         if args.json is not None:
             args.json.write_text(
                 json.dumps(
