@@ -1,0 +1,51 @@
+"""The CI parity run: JAX vs the freshly built Swift binary, zero mismatches allowed.
+
+Scale: PARITY_SCENARIOS x PARITY_STEPS (env overrides; defaults sized for the CI
+budget). Each failure is shrunk and printed as a regression JSON.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+for _mod in ("game", "observation", "mask", "reward"):
+    pytest.importorskip(f"hackmatrix_env.{_mod}")
+
+from hackmatrix_parity.engine import ACTION_NAMES, Config, Engine, random_scenarios  # noqa: E402
+
+SCENARIOS = int(os.environ.get("PARITY_SCENARIOS", "2000"))
+STEPS = int(os.environ.get("PARITY_STEPS", "20"))
+
+
+@pytest.fixture(scope="module")
+def report(swift_bin):
+    cfg = Config(scenarios=SCENARIOS, steps=STEPS, seed=2024, num_keys=64, batch=8)
+    with Engine(cfg, swift_bin) as eng:
+        rep = eng.run(random_scenarios(cfg.scenarios, cfg.seed))
+        if rep.failures:
+            from hackmatrix_parity.shrink import Shrinker, repro_json
+
+            with Engine(Config(**{**cfg.__dict__, "batch": 1}), swift_bin) as one:
+                for f in rep.failures[:3]:
+                    print(repro_json(Shrinker(one, budget=60).shrink(f)))
+    return rep
+
+
+def test_zero_mismatches(report):
+    assert report.swift_errors == 0
+    assert report.mismatches == 0, dict(report.mismatch_categories)
+    assert not report.stagegen_violations, dict(report.stagegen_violations)
+
+
+def test_every_action_and_rule_area_exercised(report):
+    assert report.compared >= SCENARIOS * STEPS // 3
+    rare = [a for a in ACTION_NAMES if report.actions_valid[a] < 3]
+    assert not rare, rare
+    assert sum(report.actions_invalid.values()) > 0
+    for area in ("move", "attack", "enemy_phase", "hatch", "stage_complete", "death",
+                 "reward.kills", "reward.siphon_quality", "reward.data_siphon",
+                 "reward.damage_penalty", "siphon_spawns_placed", "scheduled_spawn",
+                 "stacked_enemies", "hidden_cryptog"):  # fmt: skip
+        assert report.areas[area] > 0, area
