@@ -389,76 +389,137 @@ public func enemyKind(named name: String) -> EnemyKind? {
 
 func posJSON(_ p: Pos) -> JSON { .object([("row", .int(p.row)), ("col", .int(p.col))]) }
 
-/// The JSON observation shared by reset, step and setState (interface §5.4).
-public func observationJSON(_ state: GameState) -> JSON {
-    var rows: [JSON] = []
-    var hints: [JSON] = []
+/// A byte buffer for writing compact JSON directly (the observation is on the
+/// hot path of the protocol, so it is written without building a `JSON` tree).
+public struct JSONBuffer {
+    public var bytes: [UInt8] = []
+    public init() { bytes.reserveCapacity(4096) }
+
+    public mutating func raw(_ s: StaticString) {
+        s.withUTF8Buffer { bytes.append(contentsOf: $0) }
+    }
+    public mutating func int(_ v: Int) {
+        if v < 0 { bytes.append(UInt8(ascii: "-")) }
+        var m = v.magnitude
+        var tmp: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
+                  UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
+            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        var n = 0
+        withUnsafeMutableBytes(of: &tmp) { t in
+            repeat {
+                t[n] = UInt8(ascii: "0") + UInt8(m % 10)
+                m /= 10
+                n += 1
+            } while m > 0
+            while n > 0 {
+                n -= 1
+                bytes.append(t[n])
+            }
+        }
+    }
+    public mutating func bool(_ b: Bool) { b ? raw("true") : raw("false") }
+    public mutating func string(_ s: String) {
+        var out = ""
+        writeJSONString(s, into: &out)
+        bytes.append(contentsOf: out.utf8)
+    }
+    public mutating func json(_ v: JSON) {
+        var out = ""
+        writeJSON(v, into: &out)
+        bytes.append(contentsOf: out.utf8)
+    }
+    public var text: String { String(decoding: bytes, as: UTF8.self) }
+}
+
+/// Write the JSON observation shared by reset, step and setState (interface §5.4).
+public func writeObservation(_ state: GameState, into w: inout JSONBuffer) {
+    let pl = state.player
+    w.raw("{\"playerRow\":"); w.int(pl.pos.row)
+    w.raw(",\"playerCol\":"); w.int(pl.pos.col)
+    w.raw(",\"playerHP\":"); w.int(pl.hp)
+    w.raw(",\"credits\":"); w.int(pl.credits)
+    w.raw(",\"energy\":"); w.int(pl.energy)
+    w.raw(",\"dataSiphons\":"); w.int(pl.siphons)
+    w.raw(",\"stage\":"); w.int(state.stage)
+    w.raw(",\"turn\":"); w.int(state.turn)
+    w.raw(",\"baseAttack\":"); w.int(pl.attack)
+    w.raw(",\"score\":"); w.int(pl.score)
+    w.raw(",\"showActivated\":"); w.bool(state.showFlag)
+    w.raw(",\"scheduledTasksDisabled\":"); w.bool(state.calmFlag)
+    w.raw(",\"ownedPrograms\":[")
+    for (k, p) in state.ownedPrograms.enumerated() {
+        if k > 0 { w.raw(",") }
+        w.int(p + firstProgram)
+    }
+    w.raw("],\"cells\":[")
+    var hints: [Pos] = []
     for r in 0..<gridSize {
-        var row: [JSON] = []
+        w.raw(r == 0 ? "[" : ",[")
         for c in 0..<gridSize {
             let p = Pos(r, c)
             let cell = state.grid[p]
-            var o: [(String, JSON)] = [("row", .int(r)), ("col", .int(c))]
+            w.raw(c == 0 ? "{\"row\":" : ",{\"row\":"); w.int(r)
+            w.raw(",\"col\":"); w.int(c)
             if let (i, visible) = shownEnemy(state, at: p) {
                 let e = state.enemies[i]
                 if visible {
-                    o.append(
-                        (
-                            "enemy",
-                            .object([
-                                ("type", .string(enemyNames[e.kind.rawValue])), ("hp", .int(e.hp)),
-                                ("isStunned", .bool(e.stunned)), ("spawnedFromSiphon", .bool(e.fromSiphon)),
-                            ])
-                        ))
+                    w.raw(",\"enemy\":{\"type\":"); w.string(enemyNames[e.kind.rawValue])
+                    w.raw(",\"hp\":"); w.int(e.hp)
+                    w.raw(",\"isStunned\":"); w.bool(e.stunned)
+                    w.raw(",\"spawnedFromSiphon\":"); w.bool(e.fromSiphon)
+                    w.raw("}")
                 } else {
-                    hints.append(posJSON(e.lastKnown))
+                    hints.append(e.lastKnown)
                 }
             }
             if let b = cell.block {
-                var bo: [(String, JSON)] = []
+                w.raw(",\"block\":{\"blockType\":")
                 if b.isQuestion {
-                    bo = [("blockType", .string("question")), ("isSiphoned", .bool(cell.siphoned))]
+                    w.raw("\"question\",\"isSiphoned\":"); w.bool(cell.siphoned)
                 } else if b.kind == .data {
-                    bo = [
-                        ("blockType", .string("data")), ("isSiphoned", .bool(cell.siphoned)),
-                        ("points", .int(b.points)), ("transmissionSpawnCount", .int(b.spawn)),
-                    ]
+                    w.raw("\"data\",\"isSiphoned\":"); w.bool(cell.siphoned)
+                    w.raw(",\"points\":"); w.int(b.points)
+                    w.raw(",\"transmissionSpawnCount\":"); w.int(b.spawn)
                 } else {
-                    bo = [
-                        ("blockType", .string("program")), ("isSiphoned", .bool(cell.siphoned)),
-                        ("points", .int(0)), ("programType", .string(programNames[b.program])),
-                        ("programActionIndex", .int(b.program + firstProgram)),
-                        ("transmissionSpawnCount", .int(b.spawn)),
-                    ]
+                    w.raw("\"program\",\"isSiphoned\":"); w.bool(cell.siphoned)
+                    w.raw(",\"points\":0,\"programType\":"); w.string(programNames[b.program])
+                    w.raw(",\"programActionIndex\":"); w.int(b.program + firstProgram)
+                    w.raw(",\"transmissionSpawnCount\":"); w.int(b.spawn)
                 }
-                o.append(("block", .object(bo)))
+                w.raw("}")
             }
             if let t = state.transmissionIndex(at: p) {
-                var to: [(String, JSON)] = [("turnsUntilSpawn", .int(state.transmissions[t].countdown))]
-                if state.showFlag { to.append(("enemyType", .string(enemyNames[state.transmissions[t].kind.rawValue]))) }
-                o.append(("transmission", .object(to)))
+                w.raw(",\"transmission\":{\"turnsUntilSpawn\":"); w.int(state.transmissions[t].countdown)
+                if state.showFlag {
+                    w.raw(",\"enemyType\":"); w.string(enemyNames[state.transmissions[t].kind.rawValue])
+                }
+                w.raw("}")
             }
             if resourcesVisible(cell) {
-                if cell.resource == .credits { o.append(("credits", .int(cell.amount))) }
-                if cell.resource == .energy { o.append(("energy", .int(cell.amount))) }
+                if cell.resource == .credits { w.raw(",\"credits\":"); w.int(cell.amount) }
+                if cell.resource == .energy { w.raw(",\"energy\":"); w.int(cell.amount) }
             }
-            o.append(("isDataSiphon", .bool(cell.content == .dataSiphon)))
-            o.append(("isExit", .bool(cell.content == .exit)))
-            o.append(("siphonCenter", .bool(cell.centerMark)))
-            row.append(.object(o))
+            w.raw(",\"isDataSiphon\":"); w.bool(cell.content == .dataSiphon)
+            w.raw(",\"isExit\":"); w.bool(cell.content == .exit)
+            w.raw(",\"siphonCenter\":"); w.bool(cell.centerMark)
+            w.raw("}")
         }
-        rows.append(.array(row))
+        w.raw("]")
     }
-    let pl = state.player
-    return .object([
-        ("playerRow", .int(pl.pos.row)), ("playerCol", .int(pl.pos.col)), ("playerHP", .int(pl.hp)),
-        ("credits", .int(pl.credits)), ("energy", .int(pl.energy)), ("dataSiphons", .int(pl.siphons)),
-        ("stage", .int(state.stage)), ("turn", .int(state.turn)), ("baseAttack", .int(pl.attack)),
-        ("score", .int(pl.score)), ("showActivated", .bool(state.showFlag)),
-        ("scheduledTasksDisabled", .bool(state.calmFlag)),
-        ("ownedPrograms", .array(state.ownedPrograms.map { .int($0 + firstProgram) })),
-        ("cells", .array(rows)), ("cryptogHints", .array(hints)),
-    ])
+    w.raw("],\"cryptogHints\":[")
+    for (k, h) in hints.enumerated() {
+        w.raw(k == 0 ? "{\"row\":" : ",{\"row\":"); w.int(h.row)
+        w.raw(",\"col\":"); w.int(h.col)
+        w.raw("}")
+    }
+    w.raw("]}")
+}
+
+/// The observation as a `JSON` value (parsed back from `writeObservation`).
+public func observationJSON(_ state: GameState) -> JSON {
+    var w = JSONBuffer()
+    writeObservation(state, into: &w)
+    return try! JSONParser.parse(w.text)
 }
 
 /// The `getInternalState` response (interface §5.5); all zeros without a game.

@@ -71,7 +71,7 @@ struct Server {
             let st = resetGame(rng: &rng, params: params)
             state = st
             if logLevel.rawValue >= LogLevel.info.rawValue { log("reset: player \(st.player.pos) exit \(st.exitPos)") }
-            return JSON.object([("observation", observationJSON(st))]).text
+            return Server.observationResponse(st)
         case "step":
             guard let a = actionIndex else { return Server.error("Missing actionIndex") }
             guard state != nil else { return Server.error("No game: send reset or setState before step") }
@@ -88,7 +88,7 @@ struct Server {
             if let msg = stateRangeError { return Server.error("Invalid state: \(msg)") }
             guard let st = decodedState else { return Server.error("Missing state data for setState command") }
             state = st
-            return JSON.object([("observation", observationJSON(st))]).text
+            return Server.observationResponse(st)
         case "getInternalState":
             return internalStateJSON(state).text
         case "version":
@@ -107,7 +107,7 @@ struct Server {
             do {
                 let st = try fullStateFromJSON(s)
                 state = st
-                return JSON.object([("observation", observationJSON(st))]).text
+                return Server.observationResponse(st)
             } catch let e as DecodeError {
                 return Server.error("Invalid full state: \(e.message)")
             } catch {
@@ -149,9 +149,25 @@ struct Server {
             if ev.stageCompleted { log(ev.victory ? "victory" : "stage complete -> stage \(st.stage)") }
         }
         if logLevel.rawValue >= LogLevel.debug.rawValue { log(renderText(st)) }
-        return JSON.object([
-            ("observation", observationJSON(st)), ("reward", .double(result.reward)), ("done", .bool(result.done)),
-            ("info", .object(info)),
-        ]).text
+        var w = JSONBuffer()
+        w.raw("{\"observation\":")
+        writeObservation(st, into: &w)
+        w.raw(",\"reward\":")
+        w.json(.double(result.reward))
+        w.raw(",\"done\":")
+        w.bool(result.done)
+        w.raw(",\"info\":")
+        w.json(.object(info))
+        w.raw("}")
+        return w.text
+    }
+
+    /// `{"observation": OBS}` (reset, setState, setFullState).
+    static func observationResponse(_ st: GameState) -> String {
+        var w = JSONBuffer()
+        w.raw("{\"observation\":")
+        writeObservation(st, into: &w)
+        w.raw("}")
+        return w.text
     }
 }
