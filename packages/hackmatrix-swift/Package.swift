@@ -12,7 +12,7 @@ let package = Package(
     targets: [
         .target(name: "HackMatrixCore"),
         .executableTarget(name: "hackmatrix-headless", dependencies: ["HackMatrixCore"]),
-        .testTarget(name: "HackMatrixCoreTests", dependencies: ["HackMatrixCore"]),
+        .testTarget(name: "HackMatrixCoreTests", dependencies: ["HackMatrixCore", "hackmatrix-headless"]),
     ],
     swiftLanguageModes: [.v6]
 )
