@@ -265,8 +265,7 @@ class Engine:
                 if diffs:
                     report.initial_mismatches += 1
                     report.scenarios_failed += 1
-                    for d in diffs:
-                        report.mismatch_categories[d.category] += 1
+                    report.mismatch_categories.update({d.category for d in diffs})
                     report.failures.append(Failure(sc, [], 0, diffs, "initial observation"))
                     continue
                 if lane.script is not None and not lane.script:
@@ -331,8 +330,7 @@ class Engine:
                     report.actions_valid[ACTION_NAMES[a]] += 1
                 report.areas.update(_step_tags(lane.prev, sw, a))  # type: ignore[arg-type]
                 if cls == "mismatch":
-                    for d in diffs:
-                        report.mismatch_categories[d.category] += 1
+                    report.mismatch_categories.update({d.category for d in diffs})
                     report.failures.append(
                         Failure(lane.scenario or {}, list(lane.actions), len(lane.actions), diffs)
                     )
