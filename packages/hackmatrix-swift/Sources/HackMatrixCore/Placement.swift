@@ -19,6 +19,14 @@ func drawPlacementCell(_ state: GameState, rng: inout Rng) -> Pos? {
     return nil
 }
 
+/// Some cell is empty for placement (rules §8).
+func hasEmptyCell(_ state: GameState) -> Bool {
+    for r in 0..<gridSize {
+        for c in 0..<gridSize where state.isEmptyForPlacement(Pos(r, c)) { return true }
+    }
+    return false
+}
+
 /// Place `n` transmissions one after another with countdown 1 and the given
 /// provenance; the type is drawn after the cell is found (rules §8, §12.1 #10–11).
 /// Returns how many were placed.
@@ -28,6 +36,9 @@ public func placeTransmissions(
 ) -> Int {
     var placed = 0
     for _ in 0..<max(0, n) {
+        // Shortcut (changes only our generator's stream, never an outcome): with no
+        // empty cell left, every further try fails, so stop drawing.
+        if !hasEmptyCell(state) { break }
         guard let p = drawPlacementCell(state, rng: &rng) else { continue }
         let kind = EnemyKind(rawValue: rng.int(below: numEnemyKinds))!
         state.transmissions.append(

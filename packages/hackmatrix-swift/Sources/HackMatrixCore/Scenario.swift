@@ -304,11 +304,14 @@ public struct DecodeError: Error, Sendable {
 public struct Fields {
     public let json: JSON
     public let path: String
+    /// Integers must fit in 32 bits (game state: keeps every later sum far from Int overflow).
+    public let bounded: Bool
 
-    public init(_ json: JSON, path: String) throws {
+    public init(_ json: JSON, path: String, bounded: Bool = false) throws {
         guard case .object = json else { throw DecodeError(field: path, problem: "expected an object") }
         self.json = json
         self.path = path
+        self.bounded = bounded
     }
 
     func present(_ k: String) -> JSON? {
@@ -319,7 +322,11 @@ public struct Fields {
 
     public func optInt(_ k: String) throws -> Int? {
         guard let v = present(k) else { return nil }
-        return try asInt(v, path: "\(path).\(k)")
+        let x = try asInt(v, path: "\(path).\(k)")
+        if bounded && (x < Int(Int32.min) || x > Int(Int32.max)) {
+            throw StateRangeError(message: "\(path).\(k) is outside the 32-bit integer range")
+        }
+        return x
     }
     public func int(_ k: String) throws -> Int {
         guard let v = try optInt(k) else { throw DecodeError(field: "\(path).\(k)", problem: "missing") }
@@ -354,7 +361,7 @@ public struct Fields {
     }
     public func optObject(_ k: String) throws -> Fields? {
         guard let v = present(k) else { return nil }
-        return try Fields(v, path: "\(path).\(k)")
+        return try Fields(v, path: "\(path).\(k)", bounded: bounded)
     }
     public func object(_ k: String) throws -> Fields {
         guard let v = try optObject(k) else { throw DecodeError(field: "\(path).\(k)", problem: "missing") }
@@ -555,7 +562,7 @@ public func internalStateJSON(_ state: GameState?) -> JSON {
 /// wrong JSON type (the protocol answers "Invalid command") and
 /// `StateRangeError` for values the reference would crash on later.
 public func stateFromJSON(_ json: JSON) throws -> GameState {
-    let f = try Fields(json, path: "state")
+    let f = try Fields(json, path: "state", bounded: true)
     // Decode everything first: any type error fails the whole request.
     let pf = try f.object("player")
     let prow = try pf.int("row")
@@ -570,7 +577,7 @@ public func stateFromJSON(_ json: JSON) throws -> GameState {
     struct E { var type: String; var row: Int; var col: Int; var hp: Int; var stunned: Bool; var siph: Bool; var task: Bool }
     var enemies: [E] = []
     for (k, item) in (try f.optArray("enemies") ?? []).enumerated() {
-        let e = try Fields(item, path: "state.enemies[\(k)]")
+        let e = try Fields(item, path: "state.enemies[\(k)]", bounded: true)
         enemies.append(
             E(
                 type: try e.string("type"), row: try e.int("row"), col: try e.int("col"), hp: try e.int("hp"),
@@ -580,7 +587,7 @@ public func stateFromJSON(_ json: JSON) throws -> GameState {
     struct T { var row: Int; var col: Int; var turns: Int; var type: String }
     var transmissions: [T] = []
     for (k, item) in (try f.optArray("transmissions") ?? []).enumerated() {
-        let t = try Fields(item, path: "state.transmissions[\(k)]")
+        let t = try Fields(item, path: "state.transmissions[\(k)]", bounded: true)
         transmissions.append(
             T(row: try t.int("row"), col: try t.int("col"), turns: try t.int("turnsRemaining"), type: try t.string("enemyType")))
     }
@@ -590,7 +597,7 @@ public func stateFromJSON(_ json: JSON) throws -> GameState {
     }
     var blocks: [B] = []
     for (k, item) in (try f.optArray("blocks") ?? []).enumerated() {
-        let b = try Fields(item, path: "state.blocks[\(k)]")
+        let b = try Fields(item, path: "state.blocks[\(k)]", bounded: true)
         _ = try b.optInt("programActionIndex")  // decoded (type-checked) but ignored
         blocks.append(
             B(
@@ -601,7 +608,7 @@ public func stateFromJSON(_ json: JSON) throws -> GameState {
     struct R { var row: Int; var col: Int; var credits: Int?; var energy: Int?; var dataSiphon: Bool? }
     var resources: [R] = []
     for (k, item) in (try f.optArray("resources") ?? []).enumerated() {
-        let r = try Fields(item, path: "state.resources[\(k)]")
+        let r = try Fields(item, path: "state.resources[\(k)]", bounded: true)
         resources.append(
             R(row: try r.int("row"), col: try r.int("col"), credits: try r.optInt("credits"),
               energy: try r.optInt("energy"), dataSiphon: try r.optBool("dataSiphon")))
@@ -801,7 +808,7 @@ func playerFrom(_ f: Fields) throws -> Player {
 
 func enemiesFrom(_ items: [JSON], path: String) throws -> [Enemy] {
     try items.enumerated().map { k, item in
-        let f = try Fields(item, path: "\(path)[\(k)]")
+        let f = try Fields(item, path: "\(path)[\(k)]", bounded: true)
         return Enemy(
             kind: try kindFrom(f, "type"), pos: try posFrom(f, "row", "col"), hp: try f.int("hp"),
             disabled: try f.int("disabled"), stunned: try f.bool("stunned"),
@@ -812,7 +819,7 @@ func enemiesFrom(_ items: [JSON], path: String) throws -> [Enemy] {
 
 func transmissionsFrom(_ items: [JSON], path: String) throws -> [Transmission] {
     try items.enumerated().map { k, item in
-        let f = try Fields(item, path: "\(path)[\(k)]")
+        let f = try Fields(item, path: "\(path)[\(k)]", bounded: true)
         return Transmission(
             pos: try posFrom(f, "row", "col"), countdown: try f.int("countdown"), kind: try kindFrom(f, "enemyType"),
             fromTask: try f.bool("fromTask"), fromSiphon: try f.bool("fromSiphon"))
@@ -837,7 +844,7 @@ func gridFrom(_ items: [JSON], path: String) throws -> Grid {
             throw DecodeError(field: "\(path)[\(r)]", problem: "expected 6 cells")
         }
         for (c, cj) in row.enumerated() {
-            let f = try Fields(cj, path: "\(path)[\(r)][\(c)]")
+            let f = try Fields(cj, path: "\(path)[\(r)][\(c)]", bounded: true)
             var cell = Cell()
             switch try f.string("content") {
             case "empty": cell.content = .empty
@@ -878,7 +885,7 @@ func gridFrom(_ items: [JSON], path: String) throws -> Grid {
 /// Inverse of `fullStateJSON` (`setFullState`). Every key is required except
 /// `history` (absent or null: empty history) and `historyDepth` (ignored).
 public func fullStateFromJSON(_ json: JSON) throws -> GameState {
-    let f = try Fields(json, path: "state")
+    let f = try Fields(json, path: "state", bounded: true)
     var s = GameState(player: try playerFrom(try f.object("player")))
     s.stage = try f.int("stage")
     guard s.stage >= 1 else { throw DecodeError(field: "state.stage", problem: "must be >= 1") }
@@ -896,7 +903,7 @@ public func fullStateFromJSON(_ json: JSON) throws -> GameState {
     s.transmissions = try transmissionsFrom(try f.array("transmissions"), path: "state.transmissions")
     s.grid = try gridFrom(try f.array("cells"), path: "state.cells")
     for (k, item) in (try f.optArray("history") ?? []).enumerated() {
-        let h = try Fields(item, path: "state.history[\(k)]")
+        let h = try Fields(item, path: "state.history[\(k)]", bounded: true)
         s.history.append(
             Snapshot(
                 player: try playerFrom(try h.object("player")), turn: try h.int("turn"),

@@ -110,6 +110,8 @@ struct Server {
                 return Server.observationResponse(st)
             } catch let e as DecodeError {
                 return Server.error("Invalid full state: \(e.message)")
+            } catch let e as StateRangeError {
+                return Server.error("Invalid full state: \(e.message)")
             } catch {
                 return Server.error("Invalid full state")
             }

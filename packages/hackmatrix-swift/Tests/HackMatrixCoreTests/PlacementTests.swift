@@ -57,6 +57,13 @@ final class PlacementTests: XCTestCase {
         XCTAssertTrue(s.transmissions.isEmpty)
     }
 
+    /// A huge owed count on a full board ends (our shortcut: no empty cell -> stop drawing).
+    func testHugeBatchTerminates() {
+        var s = scenario(#"{"player":{"row":0,"col":0}}"#)
+        var rng = Rng(seed: 2)
+        XCTAssertEqual(placeTransmissions(&s, count: Int(Int32.max), fromTask: false, fromSiphon: true, rng: &rng), 35)
+    }
+
     /// rules §8: a batch sees its own earlier placements; cells are distinct.
     func testBatchCellsDistinct() {
         var s = scenario(#"{"player":{"row":0,"col":0}}"#)

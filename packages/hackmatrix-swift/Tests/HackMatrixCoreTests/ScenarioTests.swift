@@ -101,8 +101,12 @@ final class ScenarioTests: XCTestCase {
             }
         }
         XCTAssertNoThrow(try stateFromJSON(try JSONParser.parse(#"{"player":{"row":0,"col":0,"hp":null},"stage":null,"extra":{"x":1}}"#)))
-        XCTAssertThrowsError(try stateFromJSON(try JSONParser.parse(#"{"player":{"row":6,"col":0}}"#))) { e in
-            XCTAssertTrue(e is StateRangeError)
+        for range in [#"{"player":{"row":6,"col":0}}"#, #"{"player":{"row":0,"col":0,"hp":4294967296}}"#,
+                      #"{"player":{"row":0,"col":0},"turn":-3000000000}"#, #"{"player":{"row":0,"col":0},"stage":0}"#,
+                      #"{"player":{"row":0,"col":0},"enemies":[{"type":"virus","row":0,"col":1,"hp":9999999999}]}"#] {
+            XCTAssertThrowsError(try stateFromJSON(try JSONParser.parse(range)), range) { e in
+                XCTAssertTrue(e is StateRangeError, range)
+            }
         }
     }
 
