@@ -153,7 +153,6 @@ class Trainer:
         }
         for k in ("pg_loss", "vf_loss", "entropy", "approx_kl", "clip_frac", "explained_variance"):
             m[f"train/{k}"] = s[k] / n
-        m["train/ratio_max_dev"] = s["ratio_max_dev"] / n
         for i, name in enumerate(self.component_names):
             m[f"reward/{name}"] = s["ep_breakdown"][i] / eps
         counts = s["action_counts"]

@@ -151,11 +151,6 @@ def make_update(cfg, apply_fn, tx, env, env_params, num_updates: int, axis_name=
         var_y = jnp.var(targets)
         explained = jnp.where(var_y > 0, 1.0 - jnp.var(targets - traj.value) / var_y, 0.0)
         losses = {k: _pmean(v.mean(), axis_name) for k, v in aux.items() if k != "ratio_max_dev"}
-        losses["ratio_max_dev"] = (
-            jax.lax.pmax(aux["ratio_max_dev"].max(), axis_name)
-            if (axis_name is not None)
-            else aux["ratio_max_dev"].max()
-        )
         losses["explained_variance"] = _pmean(explained, axis_name)
         stats = {
             k: (

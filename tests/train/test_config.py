@@ -1,0 +1,195 @@
+"""Config, auto-scaling plan and CLI flags (no jit)."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+from hackmatrix_train.cli import build_parser, config_from_args, parse_count
+from hackmatrix_train.config import MIN_EPOCHS, TARGET_MINIBATCH, TrainConfig, plan, validate
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+# The reference CLI's flags and defaults (issue 6), written out independently of config.py.
+REFERENCE_DEFAULTS = {
+    "num_envs": 256, "num_steps": 128, "total_timesteps": 10_000_000, "lr": 2.5e-4,
+    "gamma": 0.99, "gae_lambda": 0.95, "num_minibatches": 4, "update_epochs": 4,
+    "clip_eps": 0.2, "vf_coef": 0.5, "ent_coef": 0.15, "max_grad_norm": 0.5,
+    "hidden_dim": 256, "num_layers": 2, "log_interval": 10, "no_wandb": False,
+    "project": "hackmatrix", "entity": None, "run_name": None, "run_suffix": None,
+    "resume": None, "rewind": None, "save_interval": None, "save_interval_minutes": 10,
+    "checkpoint_dir": "checkpoints", "no_artifact": False, "seed": 0, "auto_tune": False,
+}  # fmt: skip
+REFERENCE_FLAGS = [
+    "--num-envs", "--num-steps", "--total-timesteps", "--lr", "--gamma", "--gae-lambda",
+    "--num-minibatches", "--update-epochs", "--clip-eps", "--vf-coef", "--ent-coef",
+    "--max-grad-norm", "--hidden-dim", "--num-layers", "--log-interval", "--no-wandb",
+    "--project", "--entity", "--run-name", "--run-suffix", "--resume", "--rewind",
+    "--save-interval", "--save-interval-minutes", "--checkpoint-dir", "--no-artifact", "--seed",
+    "--auto-tune",
+]  # fmt: skip
+
+
+def test_defaults_match_reference_cli():
+    cfg, explicit = config_from_args(build_parser().parse_args([]))
+    assert explicit == frozenset()
+    for name, value in REFERENCE_DEFAULTS.items():
+        assert getattr(cfg, name) == value, name
+
+
+def test_every_reference_flag_is_accepted():
+    parser = build_parser()
+    options = {s for a in parser._actions for s in a.option_strings}
+    assert set(REFERENCE_FLAGS) <= options
+    argv = [
+        "--num-envs",
+        "64",
+        "--num-steps",
+        "32",
+        "--total-timesteps",
+        "2M",
+        "--lr",
+        "1e-3",
+        "--gamma",
+        "0.9",
+        "--gae-lambda",
+        "0.8",
+        "--num-minibatches",
+        "8",
+        "--update-epochs",
+        "3",
+        "--clip-eps",
+        "0.1",
+        "--vf-coef",
+        "1.0",
+        "--ent-coef",
+        "0.01",
+        "--max-grad-norm",
+        "1.0",
+        "--hidden-dim",
+        "64",
+        "--num-layers",
+        "3",
+        "--log-interval",
+        "5",
+        "--no-wandb",
+        "--project",
+        "p",
+        "--entity",
+        "e",
+        "--run-name",
+        "r",
+        "--run-suffix",
+        "x",
+        "--resume",
+        "d",
+        "--rewind",
+        "7",
+        "--save-interval",
+        "20",
+        "--save-interval-minutes",
+        "2.5",
+        "--checkpoint-dir",
+        "c",
+        "--no-artifact",
+        "--seed",
+        "3",
+        "--auto-tune",
+    ]
+    cfg, explicit = config_from_args(parser.parse_args(argv))
+    assert cfg.num_envs == 64 and cfg.total_timesteps == 2_000_000 and cfg.lr == 1e-3
+    assert cfg.no_wandb and cfg.no_artifact and cfg.auto_tune
+    assert (cfg.rewind, cfg.save_interval, cfg.save_interval_minutes) == (7, 20, 2.5)
+    assert (cfg.entity, cfg.run_name, cfg.run_suffix, cfg.resume) == ("e", "r", "x", "d")
+    assert "num_envs" in explicit and "gamma" in explicit and "network" not in explicit
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("10M", 10_000_000),
+        ("500k", 500_000),
+        ("1e7", 10_000_000),
+        ("1_000", 1000),
+        ("2.5M", 2_500_000),
+    ],
+)
+def test_parse_count(text, value):
+    assert parse_count(text) == value
+
+
+@pytest.mark.parametrize("text", ["ten", "1.5", "-3", "M"])
+def test_parse_count_rejects(text):
+    with pytest.raises(argparse.ArgumentTypeError):
+        parse_count(text)
+
+
+def test_plan_keeps_default_batch():
+    cfg = plan(TrainConfig())
+    assert (cfg.num_minibatches, cfg.update_epochs) == (4, 4)
+    assert cfg.minibatch_size == TARGET_MINIBATCH
+    assert cfg.notes == ()
+
+
+def test_plan_scales_1024_envs():
+    cfg = plan(TrainConfig(num_envs=1024))
+    # batch 131072 -> 16 minibatches of 8192; 16 grad steps/update kept -> 1 epoch, floored at 2
+    assert cfg.num_minibatches == 16 and cfg.minibatch_size == 8192
+    assert cfg.update_epochs == MIN_EPOCHS
+    assert any("num_minibatches" in n for n in cfg.notes)
+
+
+def test_plan_respects_explicit_flags():
+    cfg = plan(
+        TrainConfig(num_envs=1024, num_minibatches=4), explicit=frozenset({"num_minibatches"})
+    )
+    assert (cfg.num_minibatches, cfg.update_epochs) == (4, 4)
+    cfg = plan(TrainConfig(num_envs=1024, update_epochs=6), explicit=frozenset({"update_epochs"}))
+    assert cfg.num_minibatches == 16 and cfg.update_epochs == 6
+
+
+def test_plan_auto_tune_picks_envs():
+    cfg = plan(TrainConfig(auto_tune=True), num_devices=2, platform="cpu")
+    assert cfg.num_envs == 512
+    cfg = plan(TrainConfig(auto_tune=True, num_envs=64), explicit=frozenset({"num_envs"}))
+    assert cfg.num_envs == 64
+
+
+@settings(deadline=None, max_examples=40)
+@given(
+    envs=st.sampled_from([8, 64, 256, 512, 1024, 4096, 16384]),
+    steps=st.sampled_from([16, 64, 128, 256]),
+    devices=st.sampled_from([1, 2, 4]),
+)
+def test_plan_minibatch_near_target(envs, steps, devices):
+    envs = envs * devices
+    cfg = plan(
+        TrainConfig(num_envs=envs, num_steps=steps, total_timesteps=10**9), num_devices=devices
+    )
+    validate(cfg, devices)
+    assert cfg.minibatch_size <= max(TARGET_MINIBATCH, TrainConfig().minibatch_size)
+    assert cfg.update_epochs >= min(MIN_EPOCHS, TrainConfig().update_epochs)
+    if cfg.batch_size > 4 * TARGET_MINIBATCH:
+        assert cfg.minibatch_size > TARGET_MINIBATCH // 4
+
+
+@pytest.mark.parametrize(
+    ("kw", "msg"),
+    [
+        ({"num_envs": 10, "num_steps": 3, "num_minibatches": 4}, "not divisible"),
+        ({"total_timesteps": 10}, "smaller than one batch"),
+        ({"network": "cnn"}, "--network"),
+        ({"num_envs": 0}, "--num-envs"),
+        ({"start_stage": 9}, "--start-stage"),
+    ],
+)
+def test_validate_errors(kw, msg):
+    with pytest.raises(ValueError, match=msg):
+        validate(TrainConfig(**kw))
+
+
+def test_config_dict_roundtrip():
+    cfg = plan(TrainConfig(num_envs=2048, ent_coef_end=0.01))
+    assert TrainConfig.from_dict(cfg.to_dict()) == cfg
+    with pytest.raises(ValueError, match="unknown config keys"):
+        TrainConfig.from_dict({"bogus": 1})
