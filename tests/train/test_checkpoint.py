@@ -91,7 +91,7 @@ def test_cli_interrupt_then_resume_is_exact(reference, tmp_path, monkeypatch):
 
 
 def test_resume_rejects_changed_shape_flags(reference, tmp_path):
-    trainer, final = reference
+    _, final = reference
     ckpt.save_checkpoint(tmp_path / "r", final, CFG.to_dict(), {"run_name": "r"})
     args = build_parser().parse_args(["--resume", str(tmp_path / "r"), "--hidden-dim", "32"])
     cfg, explicit = config_from_args(args)
@@ -129,7 +129,7 @@ def test_corrupt_checkpoint_gives_clear_error(reference, tmp_path):
 
 
 def test_rewind_and_pruning(reference, tmp_path):
-    trainer, final = reference
+    trainer, _ = reference
     r = trainer.init()
     for _ in range(4):
         r, _ = trainer.run_chunk(r, 1)
