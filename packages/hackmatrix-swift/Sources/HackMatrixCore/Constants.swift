@@ -33,17 +33,17 @@ public enum EnemyKind: Int, CaseIterable, Sendable {
 }
 
 /// Block content; a question block hides one of these (rules §2.4).
-public enum BlockKind: Int, Sendable {
+public enum BlockKind: Int, CaseIterable, Sendable {
     case data = 0, program
 }
 
 /// Resource stack kind on a cell (rules §2.3).
-public enum Resource: Int, Sendable {
+public enum Resource: Int, CaseIterable, Sendable {
     case none = 0, credits, energy
 }
 
 /// Kind of a step, for logging (mirrors ActionKind).
-public enum ActionKind: Int, Sendable {
+public enum ActionKind: Int, CaseIterable, Sendable {
     case move = 0, attack, siphon, program, invalid
 }
 

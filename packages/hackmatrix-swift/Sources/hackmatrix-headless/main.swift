@@ -86,8 +86,25 @@ extension String {
 
 // MARK: - Non-protocol modes
 
+/// `siphPlus` -> `SIPH_PLUS` (Swift case name -> Python IntEnum member name).
+func snakeUpper(_ name: String) -> String {
+    var out = ""
+    for ch in name {
+        if ch.isUppercase { out += "_" }
+        out += ch.uppercased()
+    }
+    return out
+}
+
+func enumNames<E: CaseIterable & RawRepresentable>(_ t: E.Type) -> JSON where E.RawValue == Int {
+    .array(t.allCases.map { c in .array([.string(snakeUpper(String(describing: c))), .int(c.rawValue)]) })
+}
+
 if dumpConstants {
     let j = JSON.object([
+        ("ENUM_Action", enumNames(Action.self)), ("ENUM_Program", enumNames(Program.self)),
+        ("ENUM_EnemyKind", enumNames(EnemyKind.self)), ("ENUM_BlockKind", enumNames(BlockKind.self)),
+        ("ENUM_Resource", enumNames(Resource.self)), ("ENUM_ActionKind", enumNames(ActionKind.self)),
         ("GRID_SIZE", .int(gridSize)), ("NUM_ACTIONS", .int(numActions)), ("FIRST_PROGRAM", .int(firstProgram)),
         ("NUM_PROGRAMS", .int(numPrograms)), ("ENEMY_NAMES", .array(enemyNames.map { .string($0) })),
         ("ENEMY_MAX_HP", .array(enemyMaxHp.map { .int($0) })), ("ENEMY_SPEED", .array(enemySpeed.map { .int($0) })),
