@@ -228,3 +228,23 @@ def test_constants_match_python(swift_bin: Path) -> None:
             ours = list(ours)
         assert value == ours, name
     assert list(swift["SWIFT_BREAKDOWN_KEYS"]) == list(py.SWIFT_BREAKDOWN_KEYS)
+
+
+def test_dev_mode_program_pool(swift_bin: Path) -> None:
+    """interface §5.1: --dev-mode --programs= restricts program blocks; no valid name -> all 23."""
+
+    def program_types(args: list[str]) -> set[str]:
+        p = SwiftPipe(swift_bin, "--headless-cli", *args)
+        seen: set[str] = set()
+        for seed in range(40):
+            obs = p.send({"action": "reset", "seed": seed})["observation"]
+            for row in obs["cells"]:
+                for cell in row:
+                    if cell.get("block", {}).get("blockType") == "program":
+                        seen.add(cell["block"]["programType"])
+        p.close()
+        return seen
+
+    assert program_types(["--dev-mode", "--programs=wait,HACK,bogus"]) == {"wait", "hack"}
+    assert len(program_types(["--dev-mode", "--programs=bogus"])) > 2
+    assert len(program_types(["--programs=wait"])) > 2  # ignored without --dev-mode
