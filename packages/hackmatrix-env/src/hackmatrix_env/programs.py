@@ -42,7 +42,8 @@ from hackmatrix_env.constants import (
     Program,
 )
 from hackmatrix_env.history import has_snapshot, pop_snapshot, restore_snapshot
-from hackmatrix_env.types import Enemies, EnvState, Grid
+from hackmatrix_env.placement import hash_bits, rng_seed
+from hackmatrix_env.types import Enemies, EnvState, Grid, Transmissions
 
 P = Program
 _I8_MAX = 127
@@ -76,6 +77,8 @@ PROGRAM_SETS_FLAG[P.STEP, 2] = True
 _ROWS, _COLS = np.indices((GRID_SIZE, GRID_SIZE))
 _EARLIER_E = np.tril(np.ones((MAX_ENEMIES, MAX_ENEMIES), bool), k=-1)  # [i, j]: j before i
 _EARLIER_T = np.tril(np.ones((MAX_TRANSMISSIONS, MAX_TRANSMISSIONS), bool), k=-1)
+# Hash-stream counters (placement.hash_bits): POLY uses 0..E-1 (slot = list position), WARP this.
+_WARP_COUNTER = np.uint32(MAX_ENEMIES)
 
 
 def is_turn_ending(prog_idx: jax.Array) -> jax.Array:
@@ -104,10 +107,24 @@ def _cell_values(cell_map: jax.Array, pos: jax.Array) -> jax.Array:
     return cell_map[pos[:, 0], pos[:, 1]]
 
 
-def _first_on_cell(pos: jax.Array, alive: jax.Array, earlier: np.ndarray) -> jax.Array:
+def _cell_id(pos: jax.Array) -> jax.Array:
+    """int32[N]: row-major cell index of pos[N, 2]."""
+    pos = pos.astype(jnp.int32)
+    return pos[:, 0] * GRID_SIZE + pos[:, 1]
+
+
+def _first_on_cell(cell: jax.Array, alive: jax.Array, earlier: np.ndarray) -> jax.Array:
     """bool[N]: alive and no alive entry earlier in list order shares the cell (rules §2.7)."""
-    same = jnp.all(pos[:, None, :] == pos[None, :, :], axis=-1) & alive[None, :]
+    same = (cell[:, None] == cell[None, :]) & alive[None, :]
     return alive & ~jnp.any(same & jnp.asarray(earlier), axis=1)
+
+
+def _uniform_below(bits: jax.Array, n: jax.Array) -> jax.Array:
+    """int32[...]: floor(bits * n / 2^32), uniform on 0..n-1 up to n/2^32 (n < 2^16)."""
+    n = jnp.asarray(n).astype(jnp.uint32)
+    hi = (bits >> 16) * n
+    lo = (bits & jnp.uint32(0xFFFF)) * n
+    return ((hi + (lo >> 16)) >> 16).astype(jnp.int32)
 
 
 # --- Mask (programs.md §2) --------------------------------------------------------------------
@@ -219,24 +236,85 @@ def _push_pull_targets(
     pull_has = manhattan >= 2  # orthogonally adjacent (1) and the player's own cell (0) stay
     target = jnp.where(pull, pull_t, push_t)
     has = alive & jnp.where(pull, pull_has, push_has)
-    same = jnp.all(target[:, None, :] == target[None, :, :], axis=-1) & has[None, :]
+    tid = _cell_id(target)
+    same = (tid[:, None] == tid[None, :]) & has[None, :]
     moves = has & ~jnp.any(same & jnp.asarray(_EARLIER_E), axis=1)
     return jnp.where(moves[:, None], target, p)
 
 
-def _compact(pool, keep: jax.Array):
-    """Stable compaction of a pool pytree: kept entries first in order, freed slots zeroed."""
+def _compaction_source(keep: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """(src int32[N], valid bool[N]): slot j of the compacted pool takes slot src[j] (rules §2.7)."""
     n = keep.shape[0]
     dest = jnp.where(keep, jnp.cumsum(keep) - 1, n)
     src = jnp.zeros(n, jnp.int32).at[dest].set(jnp.arange(n, dtype=jnp.int32), mode="drop")
-    valid = jnp.arange(n) < keep.sum()
+    return src, jnp.arange(n) < keep.sum()
 
-    def gather(x):
-        y = x[src]
-        m = valid.reshape((n,) + (1,) * (x.ndim - 1))
-        return jnp.where(m, y, jnp.zeros_like(y))
 
-    return jax.tree.map(gather, pool)
+def _u8(x: jax.Array) -> jax.Array:
+    return jax.lax.bitcast_convert_type(x.astype(jnp.int8), jnp.uint8).astype(jnp.uint32)
+
+
+def _i8(x: jax.Array) -> jax.Array:
+    return jax.lax.bitcast_convert_type((x & jnp.uint32(0xFF)).astype(jnp.uint8), jnp.int8)
+
+
+def _pos_from_id(cell: jax.Array) -> jax.Array:
+    cell = cell.astype(jnp.int32)
+    return jnp.stack([cell // GRID_SIZE, cell % GRID_SIZE], -1).astype(jnp.int8)
+
+
+def _compact_enemies(e: Enemies, keep: jax.Array) -> Enemies:
+    """Stable compaction, freed slots zeroed (board.py convention).
+
+    The 9 fields are packed into two uint32 words per enemy so the compaction
+    is one scatter and two gathers instead of nine gathers.
+    """
+    u32 = jnp.uint32
+    a = (
+        e.kind.astype(u32)
+        | (_cell_id(e.pos).astype(u32) << 2)
+        | (_cell_id(e.last_known).astype(u32) << 8)
+        | (e.stunned.astype(u32) << 14)
+        | (e.from_task.astype(u32) << 15)
+        | (e.from_siphon.astype(u32) << 16)
+    )
+    b = _u8(e.hp) | (_u8(e.disabled) << 8)
+    src, valid = _compaction_source(keep)
+    a = jnp.where(valid, a[src], u32(0))
+    b = jnp.where(valid, b[src], u32(0))
+    return Enemies(
+        kind=(a & u32(3)).astype(jnp.int8),
+        pos=jnp.where(valid[:, None], _pos_from_id((a >> 2) & u32(63)), jnp.int8(0)),
+        hp=_i8(b),
+        disabled=_i8(b >> 8),
+        stunned=((a >> 14) & u32(1)).astype(bool),
+        last_known=jnp.where(valid[:, None], _pos_from_id((a >> 8) & u32(63)), jnp.int8(0)),
+        from_task=((a >> 15) & u32(1)).astype(bool),
+        from_siphon=((a >> 16) & u32(1)).astype(bool),
+        alive=valid,
+    )
+
+
+def _compact_transmissions(t: Transmissions, keep: jax.Array) -> Transmissions:
+    """Stable compaction of the transmission pool (one packed word per entry)."""
+    u32 = jnp.uint32
+    w = (
+        _cell_id(t.pos).astype(u32)
+        | (t.kind.astype(u32) << 6)
+        | (t.from_task.astype(u32) << 8)
+        | (t.from_siphon.astype(u32) << 9)
+        | (_u8(t.countdown) << 10)
+    )
+    src, valid = _compaction_source(keep)
+    w = jnp.where(valid, w[src], u32(0))
+    return Transmissions(
+        pos=jnp.where(valid[:, None], _pos_from_id(w & u32(63)), jnp.int8(0)),
+        countdown=_i8(w >> 10),
+        kind=((w >> 6) & u32(3)).astype(jnp.int8),
+        from_task=((w >> 8) & u32(1)).astype(bool),
+        from_siphon=((w >> 9) & u32(1)).astype(bool),
+        alive=valid,
+    )
 
 
 def _select_tree(pred: jax.Array, on_true, on_false):
@@ -258,7 +336,7 @@ def run_program(
     Returns (state, kills int32[], exit_reached bool[]); exit_reached is WARP
     landing on ``exit_pos`` (the caller completes the stage, rules §9).
     """
-    k_warp, k_poly = jax.random.split(key)
+    seed = rng_seed(key)  # one threefry draw; WARP and POLY read the hash stream
     p = jnp.clip(jnp.asarray(prog_idx, jnp.int32), 0, NUM_PROGRAMS - 1)
     is_ = lambda prog: p == prog  # noqa: E731
     e, t, g, pl = state.enemies, state.transmissions, state.grid, state.player
@@ -266,8 +344,9 @@ def run_program(
     epos = e.pos.astype(i32)
     tpos = t.pos.astype(i32)
     ppos = pl.pos.astype(i32)
-    e_first = _first_on_cell(epos, e.alive, _EARLIER_E)
-    t_first = _first_on_cell(tpos, t.alive, _EARLIER_T)
+    ecell, tcell = _cell_id(epos), _cell_id(tpos)
+    e_first = _first_on_cell(ecell, e.alive, _EARLIER_E)
+    t_first = _first_on_cell(tcell, t.alive, _EARLIER_T)
     e_counts = e_first & ~e.from_task  # this entry decides its cell's erase count
     t_counts = t_first & ~t.from_task
 
@@ -279,15 +358,16 @@ def run_program(
     # WARP (§4.4): one uniform entry over enemies then transmissions; erase only that kind.
     n_e = e.alive.sum()
     n_t = t.alive.sum()
-    k = jax.random.randint(k_warp, (), 0, jnp.maximum(n_e + n_t, 1))
+    k = _uniform_below(hash_bits(seed, _WARP_COUNTER), n_e + n_t)
     pick_enemy = k < n_e
     dest = jnp.where(
         pick_enemy,
         epos[jnp.clip(k, 0, MAX_ENEMIES - 1)],
         tpos[jnp.clip(k - n_e, 0, MAX_TRANSMISSIONS - 1)],
     )
-    warp_e = e.alive & jnp.all(epos == dest, -1) & pick_enemy
-    warp_t = t.alive & jnp.all(tpos == dest, -1) & ~pick_enemy
+    dest_cell = dest[0] * GRID_SIZE + dest[1]
+    warp_e = e.alive & (ecell == dest_cell) & pick_enemy
+    warp_t = t.alive & (tcell == dest_cell) & ~pick_enemy
     warp_kills = jnp.any(warp_e & e_counts).astype(i32) + jnp.any(warp_t & t_counts).astype(i32)
 
     # D_BOM (§4.17): nearest daemon (ties: list order), ERASE_ENEMY, splash on its 8-neighbours.
@@ -314,7 +394,7 @@ def run_program(
 
     # POLY (§4.5): one draw per enemy in list order, uniform over the 3 other kinds.
     kind = e.kind.astype(i32)
-    r = jax.random.randint(k_poly, (MAX_ENEMIES,), 0, 3)
+    r = _uniform_below(hash_bits(seed, jnp.arange(MAX_ENEMIES, dtype=jnp.uint32)), 3)
     poly_kind = r + (r >= kind)
     max_hp = jnp.asarray(ENEMY_MAX_HP, i32)
     poly_hp = max_hp[poly_kind] - (max_hp[kind] - hp)
@@ -343,14 +423,14 @@ def run_program(
         alive=e.alive,
     )
     keep_e = e.alive & ~erase_e & ~dead
-    enemies = _select_tree(jnp.any(keep_e != e.alive), _compact(enemies, keep_e), enemies)
+    enemies = _compact_enemies(enemies, keep_e)
 
     # Transmissions: erase (CRASH, WARP), DELAY +3 to every countdown (§4.18).
     countdown = t.countdown.astype(i32) + jnp.where(is_(P.DELAY) & t.alive, DELAY_TURNS, 0)
     countdown_overflow = jnp.any(countdown > _I8_MAX)
     transmissions = t.replace(countdown=jnp.minimum(countdown, _I8_MAX).astype(jnp.int8))
     keep_t = t.alive & ~erase_t
-    transmissions = _select_tree(jnp.any(erase_t), _compact(transmissions, keep_t), transmissions)
+    transmissions = _compact_transmissions(transmissions, keep_t)
 
     # Grid: CRASH destroys blocks in the 8-neighbourhood (keeps resources/siphoned/centre);
     # REDUC lowers every unsiphoned block's spawn count (§4.3, §4.21).
