@@ -17,6 +17,8 @@ from hackmatrix_env.placement import (
 )
 from scipy import stats
 
+_place = jax.jit(place_transmissions, static_argnames=("max_count",))
+
 
 @jax.jit
 def _place_many(keys, state, count):
@@ -68,6 +70,35 @@ def test_success_table():
     assert PLACEMENT_SUCCESS[0] == 0 and abs(PLACEMENT_SUCCESS[1] - 0.9395) < 1e-3
 
 
+def _literal_line_of_fire(player, shield):
+    pr, pc = player
+    out = np.zeros((6, 6), bool)
+    for r in range(6):
+        for c in range(6):
+            if r != pr and c != pc:
+                continue
+            if (r, c) == (pr, pc):
+                out[r, c] = True
+                continue
+            dr, dc = np.sign(r - pr), np.sign(c - pc)
+            cur, clear = (pr + dr, pc + dc), True
+            while cur != (r, c):
+                clear &= not shield[cur]
+                cur = (cur[0] + dr, cur[1] + dc)
+            out[r, c] = clear
+    return out
+
+
+def test_line_of_fire_matches_literal_walk():
+    rng = np.random.default_rng(0)
+    lof = jax.jit(jax.vmap(line_of_fire_map))
+    players = rng.integers(0, 6, (300, 2))
+    shields = rng.random((300, 6, 6)) < 0.3
+    got = np.asarray(lof(jnp.asarray(players, jnp.int8), jnp.asarray(shields)))
+    for i in range(300):
+        assert (got[i] == _literal_line_of_fire(tuple(players[i]), shields[i])).all(), i
+
+
 def test_line_of_fire_transmissions_do_not_shield():
     # Player (2,2); enemy at (2,4) shields (2,5); block at (4,2) shields (5,2).
     shield = np.zeros((6, 6), bool)
@@ -107,7 +138,7 @@ def test_never_on_occupied_cells_and_exit_allowed():
 
 def test_flags_passed_through():
     s = make_state((0, 0))
-    out = place_transmissions(jax.random.key(3), s, 2, from_task=True)
+    out = _place(jax.random.key(3), s, 2, from_task=True)
     assert np.asarray(out.transmissions.from_task[:2]).all()
     assert not np.asarray(out.transmissions.from_siphon).any()
 
@@ -168,7 +199,7 @@ def test_single_out_of_line_cell_fails_six_percent():
 def test_no_empty_cell_places_nothing():
     blocks = [(r, c) for r in range(6) for c in range(6) if (r, c) not in [(0, 0), (5, 5)]]
     s = make_state((0, 0), blocks=[("data", b) for b in blocks], enemies=[("virus", (5, 5))])
-    out = place_transmissions(jax.random.key(0), s, 5)
+    out = _place(jax.random.key(0), s, 5)
     assert not bool(out.transmissions.alive.any()) and not bool(out.overflow)
 
 
@@ -181,23 +212,23 @@ def test_count_fills_board_and_overflow():
         if (r, c) not in [(0, 0), (0, 1), (5, 5), (3, 3), (4, 4)]
     ]
     s = make_state((0, 0), blocks=[("data", b) for b in blocks])
-    out = place_transmissions(jax.random.key(1), s, 6)
+    out = _place(jax.random.key(1), s, 6)
     t = out.transmissions
     assert int(t.alive.sum()) == 4 and t.alive.tolist()[:4] == [True] * 4
     assert sorted(map(tuple, np.asarray(t.pos[:4]).tolist())) == [(0, 1), (3, 3), (4, 4), (5, 5)]
     assert not bool(out.overflow)
     # A full pool sets the overflow flag when a placement finds a cell.
     full = make_state((0, 0), transmissions=[("virus", (2, 2))] * MAX_TRANSMISSIONS)
-    out = place_transmissions(jax.random.key(2), full, 1)
+    out = _place(jax.random.key(2), full, 1)
     assert bool(out.overflow) and int(out.transmissions.alive.sum()) == MAX_TRANSMISSIONS
     # count beyond the static scan length with room left is flagged too.
-    out = place_transmissions(jax.random.key(2), make_state((0, 0)), 3, max_count=2)
+    out = _place(jax.random.key(2), make_state((0, 0)), 3, max_count=2)
     assert bool(out.overflow) and int(out.transmissions.alive.sum()) == 2
 
 
 def test_zero_count_is_identity():
     s = make_state((0, 0), transmissions=[("virus", (2, 2))])
-    out = place_transmissions(jax.random.key(0), s, 0)
+    out = _place(jax.random.key(0), s, 0)
     assert all(
         np.array_equal(a, b) for a, b in zip(jax.tree.leaves(out), jax.tree.leaves(s), strict=True)
     )
@@ -205,9 +236,9 @@ def test_zero_count_is_identity():
 
 def test_same_key_same_result_and_keys_differ():
     s = make_state((2, 2))
-    a = place_transmissions(jax.random.key(5), s, 4)
-    b = place_transmissions(jax.random.key(5), s, 4)
-    c = place_transmissions(jax.random.key(6), s, 4)
+    a = _place(jax.random.key(5), s, 4)
+    b = _place(jax.random.key(5), s, 4)
+    c = _place(jax.random.key(6), s, 4)
     assert np.array_equal(a.transmissions.pos, b.transmissions.pos)
     assert not np.array_equal(a.transmissions.pos, c.transmissions.pos)
 
@@ -227,6 +258,6 @@ def test_jit_and_vmap_agree(max_count):
     keys = _keys(4, 9)
     batched = jax.vmap(lambda k: place_transmissions(k, s, max_count, max_count=max_count))(keys)
     for i in range(4):
-        single = place_transmissions(keys[i], s, max_count, max_count=max_count)
+        single = _place(keys[i], s, max_count, max_count=max_count)
         assert np.array_equal(batched.transmissions.pos[i], single.transmissions.pos)
         assert np.array_equal(batched.transmissions.kind[i], single.transmissions.kind)

@@ -80,41 +80,76 @@ def hash_uniform(seed: jax.Array, counter: jax.Array) -> jax.Array:
     return (hash_bits(seed, counter) >> 8).astype(jnp.float32) * jnp.float32(2.0**-24)
 
 
-def line_of_fire_map(player_pos: jax.Array, shield_map: jax.Array) -> jax.Array:
-    """bool[6,6]: cells in the player's line of fire for placement (rules §8).
+def _line_bits(shields: jax.Array, p: jax.Array) -> jax.Array:
+    """6-bit mask of the cells of a line (row or column) in the line of fire from index ``p``.
 
-    A cell is in the line iff it shares the player's row or column and no cell
-    strictly between the player and it is in ``shield_map`` (enemies and
-    blocks; transmissions do not shield). The player's own cell counts as in
-    line (it is never empty anyway).
+    ``shields``: 6-bit mask of shielding cells on the line. Cells up to and
+    including the first shield on each side are in line; ``p`` itself too.
+    """
+    full = jnp.int32((1 << GRID_SIZE) - 1)
+    upto_p = (jnp.int32(2) << p) - 1  # bits 0..p
+    above = shields & ~upto_p
+    first_above = above & -above  # lowest shield right of / above p
+    right = jnp.where(above == 0, full, (first_above << 1) - 1) & ~upto_p
+    below = shields & ((jnp.int32(1) << p) - 1)
+    last_below = jnp.where(below == 0, 0, jnp.int32(1) << (31 - jax.lax.clz(below)))
+    left = upto_p & ~jnp.where(below == 0, 0, last_below - 1)
+    return right | left
+
+
+def line_of_fire_rows(player_pos: jax.Array, shield_rows: jax.Array) -> jax.Array:
+    """int32[6]: row masks of the cells in the player's line of fire for placement (rules §8).
+
+    A cell is in line iff it shares the player's row or column and no cell
+    strictly between the player and it is a shield (enemies and blocks;
+    transmissions do not shield). The player's own cell counts as in line (it
+    is never empty anyway).
     """
     pr = player_pos[0].astype(jnp.int32)
     pc = player_pos[1].astype(jnp.int32)
-    idx = jnp.asarray(_IDX, jnp.int32)
-
-    def clear_along(line: jax.Array, p: jax.Array) -> jax.Array:
-        # line: bool[6] shields along the row (or column); p: the player's index on it.
-        # Exclusive prefix counts P[k] = #shields before k; between(a, b) = P[b] - P[a + 1].
-        prefix = jnp.concatenate([jnp.zeros(1, jnp.int32), jnp.cumsum(line, dtype=jnp.int32)])
-        lo = jnp.minimum(idx, p)
-        hi = jnp.maximum(idx, p)
-        between = prefix[hi] - prefix[jnp.minimum(lo + 1, hi)]
-        return between == 0
-
-    row_clear = clear_along(shield_map[pr], pc)  # bool[6] over columns of the player's row
-    col_clear = clear_along(shield_map[:, pc], pr)  # bool[6] over rows of the player's column
-    in_row = (idx[:, None] == pr) & row_clear[None, :]
-    in_col = (idx[None, :] == pc) & col_clear[:, None]
-    return in_row | in_col
+    row_ids = jnp.arange(GRID_SIZE, dtype=jnp.int32)
+    row_line = _line_bits(shield_rows[pr], pc)
+    col_shields = jnp.sum(((shield_rows >> pc) & 1) << row_ids, dtype=jnp.int32)
+    col_line = _line_bits(col_shields, pr)
+    return jnp.where(row_ids == pr, row_line, 0) | (((col_line >> row_ids) & 1) << pc)
 
 
-def _pick_uniform(cells: jax.Array, u: jax.Array) -> jax.Array:
-    """int32[2]: the floor(u·n)-th True cell of ``cells`` (bool[6,6]) in row-major order."""
-    flat = cells.reshape(-1)
-    n = jnp.sum(flat, dtype=jnp.int32)
-    k = jnp.minimum((u * n).astype(jnp.int32), jnp.maximum(n - 1, 0))
-    idx = jnp.argmax(jnp.cumsum(flat, dtype=jnp.int32) > k).astype(jnp.int32)
-    return jnp.stack([idx // GRID_SIZE, idx % GRID_SIZE])
+def line_of_fire_map(player_pos: jax.Array, shield_map: jax.Array) -> jax.Array:
+    """bool[6,6]: ``line_of_fire_rows`` as a cell map."""
+    rows = line_of_fire_rows(player_pos, rows_of(shield_map))
+    return ((rows[:, None] >> jnp.arange(GRID_SIZE)) & 1) == 1
+
+
+def rows_of(cells: jax.Array) -> jax.Array:
+    """int32[6]: row bit masks (bit c = col c) of a bool[6,6] cell map."""
+    weights = jnp.asarray(1 << _IDX, jnp.int32)
+    return jnp.sum(jnp.where(cells, weights[None, :], 0), axis=1, dtype=jnp.int32)
+
+
+def select_cell(rows: jax.Array, k: jax.Array) -> jax.Array:
+    """int32[2]: the k-th set cell (0-based, row-major) of row masks ``rows`` (int32[6]).
+
+    Plain popcount arithmetic (no prefix-sum op, which is slow on CPU under vmap).
+    """
+    counts = [jax.lax.population_count(rows[r]) for r in range(GRID_SIZE)]
+    row = jnp.int32(0)
+    before = jnp.int32(0)  # set cells in rows < row
+    running = jnp.int32(0)
+    for r in range(GRID_SIZE - 1):
+        running = running + counts[r]
+        past = running <= k
+        row = row + past.astype(jnp.int32)
+        before = jnp.where(past, running, before)
+    kk = k - before
+    mask = rows[row]
+    col = jnp.int32(0)
+    for c in range(GRID_SIZE - 1):
+        col = col + (jax.lax.population_count(mask & ((2 << c) - 1)) <= kk).astype(jnp.int32)
+    return jnp.stack([row, col])
+
+
+def _popcount_rows(rows: jax.Array) -> jax.Array:
+    return jnp.sum(jax.lax.population_count(rows), dtype=jnp.int32)
 
 
 def place_transmissions(
@@ -139,28 +174,43 @@ def place_transmissions(
     ``state.overflow`` is set when a placement found a cell but the pool was
     full, or when ``count > max_count`` while empty cells remain.
     """
+    return place_transmissions_seeded(
+        rng_seed(key), state, count, from_task, from_siphon, max_count=max_count
+    )
+
+
+def place_transmissions_seeded(
+    seed: jax.Array,
+    state: EnvState,
+    count: jax.Array | int,
+    from_task: jax.Array | bool = False,
+    from_siphon: jax.Array | bool = False,
+    *,
+    max_count: int = MAX_TRANSMISSIONS,
+) -> EnvState:
+    """``place_transmissions`` drawing from the hash stream of ``seed`` (uint32[2])."""
     count = jnp.asarray(count, jnp.int32)
-    grid = state.grid
     player = cell_map(state.player.pos)
     enemies = enemy_occupancy_map(state.enemies)
-    blocks = block_map(grid)
-    free = ~(player | enemies | blocks)  # empty before transmissions (rules §8)
-    in_line = line_of_fire_map(state.player.pos, enemies | blocks)
+    blocks = block_map(state.grid)
+    free = rows_of(~(player | enemies | blocks | transmission_map(state.transmissions)))
+    in_line = line_of_fire_rows(state.player.pos, rows_of(enemies | blocks))
     table = jnp.asarray(PLACEMENT_SUCCESS)
-    seed = rng_seed(key)
     draws = hash_uniform(seed, jnp.arange(max_count * 3, dtype=jnp.uint32)).reshape(max_count, 3)
+    row_ids = jnp.arange(GRID_SIZE, dtype=jnp.int32)
 
     def place_one(carry, xs):
-        trans, overflow = carry
-        i, (u_choice, u_cell, u_type) = xs
-        empty = free & ~transmission_map(trans)
+        trans, empty, overflow = carry  # empty: int32[6] row masks of empty cells (rules §8)
+        i, u_choice, u_cell, u_type = xs
         preferred = empty & ~in_line
-        p1 = table[jnp.sum(preferred, dtype=jnp.int32)]
-        p0 = table[jnp.sum(empty, dtype=jnp.int32)]
+        n1 = _popcount_rows(preferred)
+        n0 = _popcount_rows(empty)
+        p1, p0 = table[n1], table[n0]
         use_preferred = u_choice < p1
         use_fallback = ~use_preferred & (u_choice < p1 + (1.0 - p1) * p0)
-        cells = jnp.where(use_preferred, preferred, empty)
-        pos = _pick_uniform(cells, u_cell)
+        n = jnp.where(use_preferred, n1, n0)
+        k = jnp.minimum((u_cell * n.astype(jnp.float32)).astype(jnp.int32), jnp.maximum(n - 1, 0))
+        pos = select_cell(jnp.where(use_preferred, preferred, empty), k)
         kind = jnp.minimum((u_type * 4).astype(jnp.int32), 3)
         ok = (i < count) & (use_preferred | use_fallback)
         trans, full = append_transmission(
@@ -172,11 +222,13 @@ def place_transmissions(
             from_siphon=from_siphon,
             valid=ok,
         )
-        return (trans, overflow | full), None
+        placed = ok & ~full
+        empty = jnp.where(placed & (row_ids == pos[0]), empty & ~(1 << pos[1]), empty)
+        return (trans, empty, overflow | full), None
 
     steps = jnp.arange(max_count, dtype=jnp.int32)
-    (trans, overflow), _ = jax.lax.scan(
-        place_one, (state.transmissions, state.overflow), (steps, tuple(draws.T))
+    (trans, empty, overflow), _ = jax.lax.scan(
+        place_one, (state.transmissions, free, state.overflow), (steps, *draws.T)
     )
-    leftover = (count > max_count) & jnp.any(free & ~transmission_map(trans))
+    leftover = (count > max_count) & (_popcount_rows(empty) > 0)
     return state.replace(transmissions=trans, overflow=overflow | leftover)
