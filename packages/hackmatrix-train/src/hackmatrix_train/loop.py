@@ -184,6 +184,8 @@ class Trainer:
 
     def run_chunk(self, runner: RunnerState, n: int):
         """Run ``n`` updates; returns ``(runner, metrics)`` (device arrays, dispatched async)."""
+        # no-op for arrays already placed; fixes e.g. empty arrays that come back replicated
+        runner = jax.device_put(runner, self.shardings)
         return self.compile(runner)(runner, jnp.int32(n))
 
 
