@@ -1,0 +1,175 @@
+"""``hm-train-learn``: the learning benchmark (fixed env-step budget, several seeds, vs random).
+
+Trains the given config (default: the CLI defaults) for ``--total-timesteps`` with each seed,
+reusing one compiled trainer, recording the logged metrics after every chunk. Then evaluates each
+final policy (greedy and sampled) and the uniform random masked policy on the same number of
+episodes. Writes ``curves.csv``, ``summary.json`` and ``learning_curve.png`` into ``--out``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import time
+from pathlib import Path
+
+CURVE_KEYS = (
+    "train/episode_return", "train/episode_length", "train/num_episodes", "stats/mean_stage",
+    "stats/highest_stage", "stats/win_rate", "actions/siphon_frac", "actions/program_frac",
+    "actions/kind_attack_frac", "train/entropy", "train/approx_kl", "train/clip_frac",
+    "train/explained_variance", "train/ent_coef",
+)  # fmt: skip
+
+
+def main(argv=None) -> int:
+    from hackmatrix_train.cli import build_parser, config_from_args
+
+    p = argparse.ArgumentParser(prog="hm-train-learn", description=__doc__)
+    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    p.add_argument("--episodes", type=int, default=512, help="evaluation episodes per policy")
+    p.add_argument("--out", default="docs/train")
+    p.add_argument("--tag", default="default", help="name of this experiment in the outputs")
+    args, rest = p.parse_known_args(argv)
+    train_args = build_parser().parse_args(rest)
+    cfg, explicit = config_from_args(train_args)
+
+    import jax
+    import numpy as np
+
+    from hackmatrix_train.config import describe_plan, plan
+    from hackmatrix_train.evaluate import make_evaluate, summarize
+    from hackmatrix_train.loop import make_train
+
+    cfg = plan(cfg, explicit, jax.device_count(), jax.default_backend())
+    trainer = make_train(cfg)
+    print(describe_plan(cfg, trainer.num_devices), flush=True)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    names = trainer.program_names
+    max_steps = int(trainer.env_params.max_steps_in_episode)
+    ev_greedy = make_evaluate(
+        trainer.env, trainer.env_params, trainer.network.apply, args.episodes, max_steps, True
+    )
+    ev_sampled = make_evaluate(
+        trainer.env, trainer.env_params, trainer.network.apply, args.episodes, max_steps, False
+    )
+    ev_random = make_evaluate(trainer.env, trainer.env_params, None, args.episodes, max_steps, False)
+
+    rows, finals = [], []
+    t_start = time.perf_counter()
+    for seed in args.seeds:
+        runner = trainer.init(seed)
+        t0 = time.perf_counter()
+        trainer.compile(runner)
+        print(f"seed {seed}: compile {time.perf_counter() - t0:.1f}s", flush=True)
+        update, t0 = 0, time.perf_counter()
+        while update < trainer.num_updates:
+            n = min(cfg.log_interval, trainer.num_updates - update)
+            runner, m = trainer.run_chunk(runner, n)
+            m = {k: float(v) for k, v in jax.device_get(m).items()}
+            update += n
+            row = {"tag": args.tag, "seed": seed, "update": update, "env_steps": update * cfg.batch_size}
+            row.update({k: m.get(k, float("nan")) for k in CURVE_KEYS})
+            row["wall_seconds"] = time.perf_counter() - t0
+            rows.append(row)
+            print(
+                f"seed {seed} update {update}/{trainer.num_updates} steps {row['env_steps']:,} "
+                f"return {row['train/episode_return']:.3f} stage {row['stats/mean_stage']:.2f} "
+                f"siphon {row['actions/siphon_frac']:.3f} prog {row['actions/program_frac']:.3f} "
+                f"({row['env_steps'] / row['wall_seconds']:,.0f} steps/s)",
+                flush=True,
+            )
+        key = jax.random.key(10_000 + seed)
+        res = {
+            "seed": seed,
+            "greedy": summarize(jax.device_get(ev_greedy(runner.params, key)), names),
+            "sampled": summarize(jax.device_get(ev_sampled(runner.params, key)), names),
+            "train_seconds": time.perf_counter() - t0,
+        }
+        finals.append(res)
+        print(
+            f"seed {seed} eval: greedy return {res['greedy']['return_mean']:.3f} "
+            f"sampled {res['sampled']['return_mean']:.3f}",
+            flush=True,
+        )
+    rand = summarize(jax.device_get(ev_random(None, jax.random.key(99))), names)
+    print(f"random masked policy: return {rand['return_mean']:.3f}", flush=True)
+
+    with open(out / f"curves_{args.tag}.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+
+    def agg(kind, key):
+        vals = [r[kind][key] for r in finals]
+        return {"mean": float(np.mean(vals)), "std": float(np.std(vals)), "per_seed": vals}
+
+    summary = {
+        "tag": args.tag,
+        "config": cfg.to_dict(),
+        "seeds": args.seeds,
+        "env_steps": trainer.num_updates * cfg.batch_size,
+        "wall_seconds": time.perf_counter() - t_start,
+        "random": rand,
+        "final": finals,
+        "greedy_return": agg("greedy", "return_mean"),
+        "sampled_return": agg("sampled", "return_mean"),
+        "sampled_stage": agg("sampled", "stage_mean"),
+        "sampled_siphons_per_episode": agg("sampled", "siphons_per_episode"),
+        "sampled_programs_per_episode": agg("sampled", "programs_per_episode"),
+    }
+    (out / f"summary_{args.tag}.json").write_text(json.dumps(summary, indent=1))
+    plot_curves(rows, rand, out / f"learning_curve_{args.tag}.png", args.tag)
+    print(f"wrote {out}/curves_{args.tag}.csv, summary_{args.tag}.json, learning_curve_{args.tag}.png")
+    return 0
+
+
+def plot_curves(rows: list[dict], rand: dict, path: Path, title: str) -> None:
+    """Return, mean stage and siphon/program fractions vs env steps (mean over seeds, min-max band)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    seeds = sorted({r["seed"] for r in rows})
+    steps = sorted({r["env_steps"] for r in rows})
+
+    def series(key):
+        table = np.full((len(seeds), len(steps)), np.nan)
+        for r in rows:
+            table[seeds.index(r["seed"]), steps.index(r["env_steps"])] = r[key]
+        return table
+
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4))
+    x = np.array(steps) / 1e6
+    panels = [
+        (axes[0], [("train/episode_return", "PPO")], "mean episode return", rand["return_mean"]),
+        (axes[1], [("stats/mean_stage", "PPO")], "mean stage reached", rand["stage_mean"]),
+        (
+            axes[2],
+            [("actions/siphon_frac", "siphon"), ("actions/program_frac", "program")],
+            "action fraction",
+            None,
+        ),
+    ]
+    for ax, keys, label, baseline in panels:
+        for key, name in keys:
+            t = series(key)
+            ax.plot(x, np.nanmean(t, 0), label=f"{name} (mean of {len(seeds)} seeds)")
+            ax.fill_between(x, np.nanmin(t, 0), np.nanmax(t, 0), alpha=0.25)
+        if baseline is not None:
+            ax.axhline(baseline, color="gray", ls="--", label="random masked policy")
+        ax.set_xlabel("env steps (M)")
+        ax.set_ylabel(label)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle(f"HackMatrix PPO learning benchmark: {title}")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())
