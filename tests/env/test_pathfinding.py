@@ -110,7 +110,7 @@ def _bfs(block_map, start, goal):
 def _move(pos, player, glitch, block_map, occ_map):
     passable = pf.bits_from_map(glitch | ~block_map)
     occupied = pf.bits_from_map(occ_map)
-    t2 = pf.tier2_distance_map(passable, player)
+    t2 = pf.lookup_direction(pf.tier2_direction_bits(passable, player), pos)
     return pf.enemy_next_cell(pos, player, passable, occupied, t2)
 
 

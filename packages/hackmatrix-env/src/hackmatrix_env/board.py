@@ -181,11 +181,16 @@ def append_transmission(
 
 
 def _compact(pool):
-    order = jnp.argsort(~pool.alive, stable=True)
-    alive = pool.alive[order]
+    # Source slot of output k = index of the (k+1)-th alive entry = #{j : cum_j <= k}
+    # (inclusive prefix count). Comparisons instead of argsort: sorts are slow on CPU.
+    n = pool.alive.shape[0]
+    cum = jnp.cumsum(pool.alive, dtype=jnp.int32)
+    src = jnp.sum(cum[None, :] <= jnp.arange(n, dtype=jnp.int32)[:, None], axis=1)
+    alive = jnp.arange(n) < cum[-1]
+    src = jnp.minimum(src, n - 1)
 
     def gather(x):
-        y = x[order]
+        y = x[src]
         keep = alive.reshape(alive.shape + (1,) * (y.ndim - 1))
         return jnp.where(keep, y, jnp.zeros((), y.dtype))
 

@@ -28,14 +28,13 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from hackmatrix_env.constants import DIR_OFFSETS, GRID_SIZE, NUM_CELLS
+from hackmatrix_env.constants import DIR_OFFSETS, GRID_SIZE, NUM_CELLS, NUM_DIRECTIONS
 
 _ROW_BITS = 0x3F  # one row of 6 cells
 _WORD = (1 << 18) - 1  # 3 rows
 _NOT_COL0 = sum(0x3E << (6 * r) for r in range(3))  # every cell but col 0
 _NOT_COL5 = sum(0x1F << (6 * r) for r in range(3))  # every cell but col 5
 MAX_LAYERS = NUM_CELLS - 1  # a shortest path on 36 cells has at most 35 steps
-UNREACHABLE = 99  # distance-map value of an unreachable cell
 
 Bits = tuple[jax.Array, jax.Array]  # (lo, hi) int32 scalars
 
@@ -130,15 +129,6 @@ def distance_layers(passable: Bits, source: Bits, num_layers: int = MAX_LAYERS) 
     )
 
 
-def distance_map(passable: Bits, source: Bits) -> jax.Array:
-    """int32[6,6]: BFS distance from ``source`` through ``passable``; UNREACHABLE if none."""
-    lo, hi = distance_layers(passable, source)
-    word = jnp.where(_CELL_HI[None], hi[:, None, None], lo[:, None, None])  # [L+1,6,6]
-    reached = (jnp.right_shift(word, _CELL_BIT[None]) & 1) == 1
-    dist = jnp.sum(~reached, axis=0, dtype=jnp.int32)
-    return jnp.where(reached[-1], dist, UNREACHABLE)
-
-
 def bfs_distance(block_map: jax.Array, start: jax.Array, goal: jax.Array) -> jax.Array:
     """int32[]: shaping distance from ``start`` to ``goal`` (interface §4.5); -1 if no path.
 
@@ -186,7 +176,7 @@ def enemy_next_cell(
     player: jax.Array,
     passable: Bits,
     occupied: Bits,
-    tier2_dist: jax.Array,
+    tier2_dir: jax.Array,
 ) -> jax.Array:
     """int32[2]: where an enemy at ``pos`` moves (rules §7.6); ``pos`` itself if it stays.
 
@@ -198,8 +188,8 @@ def enemy_next_cell(
       passable: cells x with pass(x) for this enemy (on board, and glitch or no block).
       occupied: Occ — cells of all alive enemies (this one's own cell included, which
         is harmless: the reference never re-enters it) and of all transmissions.
-      tier2_dist: int32[6,6] distance to t through ``passable`` ignoring occupancy
-        (UNREACHABLE where none, everywhere if not pass(t)).
+      tier2_dir: int32[] the tier-2 first step from ``pos`` (``tier2_direction_map``),
+        NUM_DIRECTIONS if t is unreachable ignoring occupancy.
     """
     pos = pos.astype(jnp.int32)
     player = player.astype(jnp.int32)
@@ -207,28 +197,28 @@ def enemy_next_cell(
     goal = bits_of_cell(player)
     can_path = has_bit(passable, player) & jnp.any(pos != player)
 
-    nb_pass = jax.vmap(lambda c: has_bit(passable, c))(cells) & inb  # bool[4]
-    nb_occ = jax.vmap(lambda c: has_bit(occupied, c))(cells)  # bool[4]
+    nb_bits = jax.vmap(bits_of_cell)(cells, inb)  # (int32[4], int32[4])
+    nb_pass = ((nb_bits[0] & passable[0]) | (nb_bits[1] & passable[1])) != 0  # bool[4]
+    nb_occ = ((nb_bits[0] & occupied[0]) | (nb_bits[1] & occupied[1])) != 0
     free = nb_pass & ~nb_occ  # usable in tier 1 and tier 3
 
     # Tier 1: shortest path avoiding Occ.
-    nb_bits = jax.vmap(lambda c, ok: bits_of_cell(c, ok))(cells, free)
-    targets = (jnp.sum(nb_bits[0]), jnp.sum(nb_bits[1]))  # distinct cells: sum == or
+    targets = (
+        jnp.sum(jnp.where(free, nb_bits[0], 0)),  # distinct cells: sum == or
+        jnp.sum(jnp.where(free, nb_bits[1], 0)),
+    )
     hit = first_layer_hit(_andnot(passable, occupied), goal, targets, MAX_LAYERS - 1)
     hit_dir = ((nb_bits[0] & hit[0]) | (nb_bits[1] & hit[1])) != 0  # bool[4]
     tier1 = can_path & jnp.any(hit_dir)
     dir1 = jnp.argmax(hit_dir)
 
-    # Tier 2: shortest path ignoring occupancy; nothing if the step is occupied.
-    clipped = jnp.clip(cells, 0, GRID_SIZE - 1)
-    d2 = jnp.where(nb_pass, tier2_dist[clipped[:, 0], clipped[:, 1]], UNREACHABLE)
-    dir2 = jnp.argmin(d2)
-    tier2 = can_path & (d2[dir2] < UNREACHABLE) & ~nb_occ[dir2]
+    # Tier 2: shortest path ignoring occupancy; nothing if that step is occupied.
+    dir2 = jnp.minimum(tier2_dir, NUM_DIRECTIONS - 1)
+    tier2 = (tier2_dir < NUM_DIRECTIONS) & ~nb_occ[dir2]
 
     # Tier 3: greedy Manhattan step among free neighbours, even away from t.
     manhattan = jnp.sum(jnp.abs(cells - player[None]), axis=-1)
-    d3 = jnp.where(free, manhattan, 1000)
-    dir3 = jnp.argmin(d3)
+    dir3 = jnp.argmin(jnp.where(free, manhattan, 1000))
     tier3 = jnp.any(free)
 
     d = jnp.where(tier1, dir1, jnp.where(tier2, dir2, dir3))
@@ -236,11 +226,65 @@ def enemy_next_cell(
     return jnp.where(moves, cells[d], pos)
 
 
-def tier2_distance_map(passable: Bits, player: jax.Array) -> jax.Array:
-    """int32[6,6]: distance to ``player`` ignoring occupancy (rules §7.6 tier 2).
+def _shift(bits: Bits, d: int) -> Bits:
+    """The set moved one cell in direction ``d`` (cells leaving the board dropped)."""
+    lo, hi = bits
+    if d == 0:  # Up: row + 1
+        return (lo << 6) & _WORD, ((hi << 6) & _WORD) | (lo >> 12)
+    if d == 1:  # Down: row - 1
+        return (lo >> 6) | ((hi & _ROW_BITS) << 12), hi >> 6
+    if d == 2:  # Left: col - 1
+        return (lo >> 1) & _NOT_COL5, (hi >> 1) & _NOT_COL5
+    return (lo << 1) & _NOT_COL0, (hi << 1) & _NOT_COL0  # Right: col + 1
 
-    All UNREACHABLE when the player's own cell is not passable (pass(t) false).
+
+_OPPOSITE = (1, 0, 3, 2)
+
+
+def tier2_direction_bits(passable: Bits, player: jax.Array) -> tuple[jax.Array, ...]:
+    """Tier-2 first steps of every cell (rules §7.6) as 4 bitboards (lo0, hi0, ..., lo3, hi3).
+
+    Tier 2 ignores occupancy, so within one enemy phase (player and blocks
+    fixed) the step depends only on the enemy's cell and pass type: one set of
+    maps per pass type per phase. A cell e is in set d iff d is the first
+    canonical direction whose neighbour has minimal distance to the player
+    (through ``passable``). Built layer by layer from the player: cells next to
+    layer k that have no direction yet take the first direction pointing into
+    layer k. Including e itself in the search graph cannot change that choice
+    (a path back through e is 2 longer than the best). Empty when pass(t) fails;
+    the player's own cell never gets a direction.
     """
     goal = bits_of_cell(player)
-    dist = distance_map(passable, goal)
-    return jnp.where(has_bit(passable, player), dist, UNREACHABLE)
+    start = _and(goal, passable)
+    zero = jnp.int32(0)
+
+    def layer(carry, _):
+        frontier, visited, assigned, dirs = carry
+        rem = _andnot(expand(frontier), assigned)  # cells whose best neighbour is in this layer
+        new_dirs = []
+        for d in range(NUM_DIRECTIONS):
+            # e is in set d iff e + off(d) is in the frontier: shift the frontier opposite to d.
+            m = _and(rem, _shift(frontier, _OPPOSITE[d]))
+            rem = _andnot(rem, m)
+            new_dirs.append(_or(dirs[d], m))
+        assigned = _or(assigned, expand(frontier))
+        new = _andnot(_and(expand(frontier), passable), visited)
+        return (new, _or(visited, new), assigned, tuple(new_dirs)), None
+
+    init_dirs = tuple((zero, zero) for _ in range(NUM_DIRECTIONS))
+    carry = (start, start, goal, init_dirs)
+    (_, _, _, dirs), _ = lax.scan(layer, carry, None, length=MAX_LAYERS, unroll=True)
+    return tuple(w for d in dirs for w in d)
+
+
+def lookup_direction(dir_bits: tuple[jax.Array, ...], pos: jax.Array) -> jax.Array:
+    """int32[]: the direction whose set in ``tier2_direction_bits`` holds ``pos``, else 4."""
+    cell = bits_of_cell(pos)
+    found = [
+        ((dir_bits[2 * d] & cell[0]) | (dir_bits[2 * d + 1] & cell[1])) != 0
+        for d in range(NUM_DIRECTIONS)
+    ]
+    out = jnp.int32(NUM_DIRECTIONS)
+    for d in reversed(range(NUM_DIRECTIONS)):
+        out = jnp.where(found[d], d, out)
+    return out

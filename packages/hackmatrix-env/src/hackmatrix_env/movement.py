@@ -1,0 +1,117 @@
+"""Direction actions: target search, shooting, moving, pickups (rules §4), layer 3."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from hackmatrix_env.board import (
+    at_cell,
+    block_map,
+    compact_enemies,
+    compact_transmissions,
+    enemy_occupancy_map,
+    first_enemy_at,
+    first_transmission_at,
+    in_bounds,
+    neighbour,
+)
+from hackmatrix_env.constants import DIR_OFFSETS, GRID_SIZE, Content
+from hackmatrix_env.types import EnvState
+
+_STEPS = jnp.arange(1, GRID_SIZE, dtype=jnp.int32)  # distances 1..5 along a line
+
+
+def can_enter_or_hit(state: EnvState, d: jax.Array) -> jax.Array:
+    """bool[]: direction ``d`` is valid in the mask (interface §2.2).
+
+    The adjacent cell is on the board and holds no block, or an enemy stands on it.
+    """
+    target = neighbour(state.player.pos, d)
+    blocked = at_cell(block_map(state.grid), target, False)
+    enemy = at_cell(enemy_occupancy_map(state.enemies), target, False)
+    return in_bounds(target) & (~blocked | enemy)
+
+
+def find_target(state: EnvState, d: jax.Array):
+    """Walk the line of fire from the player (rules §4.1).
+
+    Returns (is_transmission bool[], is_enemy bool[], idx int32[]): the first
+    transmission (else enemy) in list order on the first cell of the line that
+    holds either, unless the board edge or a block comes first. An enemy or
+    transmission standing on a block is hit; the block stops the line after it.
+    """
+    off = jnp.asarray(DIR_OFFSETS, jnp.int32)[d]
+    cells = state.player.pos.astype(jnp.int32)[None, :] + _STEPS[:, None] * off[None, :]  # [5,2]
+    inb = in_bounds(cells)
+    t_found, t_idx = jax.vmap(lambda c: first_transmission_at(state.transmissions, c))(cells)
+    e_found, e_idx = jax.vmap(lambda c: first_enemy_at(state.enemies, c))(cells)
+    blocks = jax.vmap(lambda c: at_cell(block_map(state.grid), c, False))(cells)
+    t_found &= inb
+    e_found &= inb
+    passes = inb & ~t_found & ~e_found & ~blocks  # the line continues past this cell
+    reached = jnp.concatenate([jnp.ones(1, jnp.bool_), jnp.cumprod(passes)[:-1].astype(jnp.bool_)])
+    hit = reached & (t_found | e_found)  # at most one True
+    k = jnp.argmax(hit)
+    any_hit = jnp.any(hit)
+    is_t = any_hit & t_found[k]
+    is_e = any_hit & ~t_found[k] & e_found[k]
+    idx = jnp.where(is_t, t_idx[k], e_idx[k])
+    return is_t, is_e, idx
+
+
+def resolve_direction(state: EnvState, d: jax.Array):
+    """Execute direction ``d``: shoot the first target in line, else move (rules §4.2-4.3).
+
+    Returns (state, ok, shot, kills, collected, exit_reached):
+      ok — the action succeeded (a target was shot, or the move was possible);
+        when False the returned state is unusable and callers keep the old one;
+      shot — a target was shot (the player did not move);
+      kills — int32 kill events (interface §4.7: not for scheduled-task targets);
+      collected — a data-siphon pickup was taken;
+      exit_reached — the move landed on an exit cell.
+    """
+    is_t, is_e, idx = find_target(state, d)
+    player = state.player
+
+    # Shot at a transmission: destroyed.
+    t = state.transmissions
+    t_kill = is_t & ~t.from_task[idx]
+    t = compact_transmissions(t.replace(alive=t.alive.at[idx].set(t.alive[idx] & ~is_t)))
+
+    # Shot at an enemy: hp -= attack; survivors stunned, the dead removed.
+    e = state.enemies
+    hp = jnp.maximum(e.hp[idx].astype(jnp.int32) - player.attack.astype(jnp.int32), 0)
+    dies = is_e & (hp == 0)
+    e_kill = dies & ~e.from_task[idx]
+    e = e.replace(
+        hp=e.hp.at[idx].set(jnp.where(is_e, hp, e.hp[idx]).astype(jnp.int8)),
+        stunned=e.stunned.at[idx].set(e.stunned[idx] | (is_e & (hp > 0))),
+        alive=e.alive.at[idx].set(e.alive[idx] & ~dies),
+    )
+    e = compact_enemies(e)
+    shot = is_t | is_e
+
+    # Move: onto an on-board cell without a block; pick up a data siphon.
+    dest = neighbour(player.pos, d)
+    content = at_cell(state.grid.content, dest, Content.BLOCK)
+    can_move = in_bounds(dest) & (content != Content.BLOCK)
+    moving = ~shot & can_move
+    collected = moving & (content == Content.DATA_SIPHON)
+    exit_reached = moving & (content == Content.EXIT)
+    dest_c = jnp.clip(dest, 0, GRID_SIZE - 1)
+    grid_content = state.grid.content.at[dest_c[0], dest_c[1]].set(
+        jnp.where(collected, jnp.int8(Content.EMPTY), state.grid.content[dest_c[0], dest_c[1]])
+    )
+    player = player.replace(
+        pos=jnp.where(moving, dest, player.pos).astype(jnp.int8),
+        siphons=player.siphons + collected.astype(jnp.int32),
+    )
+    new_state = state.replace(
+        player=player,
+        grid=state.grid.replace(content=grid_content),
+        transmissions=t,
+        enemies=e,
+    )
+    kills = (t_kill | e_kill).astype(jnp.int32)
+    return new_state, shot | can_move, shot, kills, collected, exit_reached
