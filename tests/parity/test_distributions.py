@@ -58,3 +58,14 @@ def test_swift_vs_jax_distributions(game):
     print(D.format_results(results))
     bad = [r.name for r in results if r.p_homogeneity < P_MIN]
     assert not bad, D.format_results(results)
+
+
+def test_swift_vs_jax_stage_generation(game):
+    """Stage generation at reset: Swift and JAX tallies are homogeneous, and JAX fits the spec."""
+    pytest.importorskip("hackmatrix_env.stage")
+    sw = D._tally(D.swift_reset_samples(game, N, seed=11))
+    jx = D._tally(D.jax_reset_samples(N, seed=11))
+    for name, expected in D.EXPECTED.items():
+        a, b = sw.get(name, Counter()), jx.get(name, Counter())
+        assert D.homogeneity(a, b) > P_MIN, (name, a, b)
+        assert D.goodness_of_fit(b, expected) > P_MIN, (name, b)
