@@ -11,7 +11,7 @@ Board sets are bitboards: a pair ``(lo, hi)`` of int32 scalars, ``lo`` holding
 rows 0-2 and ``hi`` rows 3-5, bit ``(row % 3) * 6 + col``. One BFS layer is a
 handful of scalar shifts and masks, so under ``vmap`` a layer costs a few
 vector ops over the batch. Every search runs a fixed number of layers (at most
-35 on 36 cells), unrolled, with no ``while_loop``.
+35 on 36 cells) as a fixed-length ``lax.scan`` (no ``while_loop``).
 
 Why the enemy rule is a wavefront from the player: the reference BFS from the
 enemy (FIFO, canonical expansion, visited-on-enqueue) returns the
@@ -35,6 +35,7 @@ _WORD = (1 << 18) - 1  # 3 rows
 _NOT_COL0 = sum(0x3E << (6 * r) for r in range(3))  # every cell but col 0
 _NOT_COL5 = sum(0x1F << (6 * r) for r in range(3))  # every cell but col 5
 MAX_LAYERS = NUM_CELLS - 1  # a shortest path on 36 cells has at most 35 steps
+_UNROLL = 1  # BFS layers per loop trip: rolled loops compile fast and run as fast under vmap
 
 Bits = tuple[jax.Array, jax.Array]  # (lo, hi) int32 scalars
 
@@ -122,7 +123,7 @@ def distance_layers(passable: Bits, source: Bits, num_layers: int = MAX_LAYERS) 
         visited = _or(visited, new)
         return visited, visited
 
-    _, stack = lax.scan(layer, source, None, length=num_layers, unroll=True)
+    _, stack = lax.scan(layer, source, None, length=num_layers, unroll=_UNROLL)
     return (
         jnp.concatenate([source[0][None], stack[0]]),
         jnp.concatenate([source[1][None], stack[1]]),
@@ -167,7 +168,7 @@ def first_layer_hit(passable: Bits, goal: Bits, targets: Bits, num_layers: int) 
         return (new, visited, hit), None
 
     hit0 = _and(goal, targets)
-    (_, _, hit), _ = lax.scan(layer, (goal, goal, hit0), None, length=num_layers, unroll=True)
+    (_, _, hit), _ = lax.scan(layer, (goal, goal, hit0), None, length=num_layers, unroll=_UNROLL)
     return hit
 
 
@@ -273,7 +274,7 @@ def tier2_direction_bits(passable: Bits, player: jax.Array) -> tuple[jax.Array, 
 
     init_dirs = tuple((zero, zero) for _ in range(NUM_DIRECTIONS))
     carry = (start, start, goal, init_dirs)
-    (_, _, _, dirs), _ = lax.scan(layer, carry, None, length=MAX_LAYERS, unroll=True)
+    (_, _, _, dirs), _ = lax.scan(layer, carry, None, length=MAX_LAYERS, unroll=_UNROLL)
     return tuple(w for d in dirs for w in d)
 
 
