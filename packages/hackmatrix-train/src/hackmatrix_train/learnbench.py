@@ -54,7 +54,9 @@ def main(argv=None) -> int:
     ev_sampled = make_evaluate(
         trainer.env, trainer.env_params, trainer.network.apply, args.episodes, max_steps, False
     )
-    ev_random = make_evaluate(trainer.env, trainer.env_params, None, args.episodes, max_steps, False)
+    ev_random = make_evaluate(
+        trainer.env, trainer.env_params, None, args.episodes, max_steps, False
+    )
 
     rows, finals = [], []
     t_start = time.perf_counter()
@@ -69,7 +71,12 @@ def main(argv=None) -> int:
             runner, m = trainer.run_chunk(runner, n)
             m = {k: float(v) for k, v in jax.device_get(m).items()}
             update += n
-            row = {"tag": args.tag, "seed": seed, "update": update, "env_steps": update * cfg.batch_size}
+            row = {
+                "tag": args.tag,
+                "seed": seed,
+                "update": update,
+                "env_steps": update * cfg.batch_size,
+            }
             row.update({k: m.get(k, float("nan")) for k in CURVE_KEYS})
             row["wall_seconds"] = time.perf_counter() - t0
             rows.append(row)
@@ -121,7 +128,9 @@ def main(argv=None) -> int:
     }
     (out / f"summary_{args.tag}.json").write_text(json.dumps(summary, indent=1))
     plot_curves(rows, rand, out / f"learning_curve_{args.tag}.png", args.tag)
-    print(f"wrote {out}/curves_{args.tag}.csv, summary_{args.tag}.json, learning_curve_{args.tag}.png")
+    print(
+        f"wrote {out}/curves_{args.tag}.csv, summary_{args.tag}.json, learning_curve_{args.tag}.png"
+    )
     return 0
 
 

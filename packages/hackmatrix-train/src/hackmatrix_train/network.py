@@ -8,8 +8,8 @@ applies the mask, so the mask stored with each transition is re-applied in the l
   field order (for HackMatrix: player, programs, grid in C order = ``flatten_observation``), then
   separate actor and critic torsos of ``num_layers`` x ``hidden_dim`` ReLU layers.
 * ``GridEncoder``: respects the 6x6 board. A per-cell embedding of the 42 channels plus a
-  player-position plane, one 3x3 convolution, then a shared trunk joined with the player and
-  program vectors. Requires the real HackMatrix shapes (``grid`` f32[..., 6, 6, C]).
+  player-position plane, one 3x3 convolution, then a trunk joined with the player and program
+  vectors and separate actor/critic layers. Requires ``grid`` f32[..., 6, 6, C].
 """
 
 from __future__ import annotations
@@ -65,13 +65,31 @@ class MLP(nn.Module):
         return logits, value
 
 
+def neighbourhood_3x3(x: jax.Array) -> jax.Array:
+    """f32[B, 6, 6, C] -> f32[B, 6, 6, 9C]: each cell's 3x3 neighbourhood (zero padded).
+
+    A 3x3 convolution written as one dense layer over this (im2col): XLA:CPU runs dots far
+    faster than convolution backprops.
+    """
+    padded = jnp.pad(x, ((0, 0), (1, 1), (1, 1), (0, 0)))
+    shifts = [padded[:, dr : dr + 6, dc : dc + 6, :] for dr in range(3) for dc in range(3)]
+    return jnp.concatenate(shifts, axis=-1)
+
+
 class GridEncoder(nn.Module):
-    """Per-cell embedding + 3x3 conv over the 6x6 grid, shared trunk, actor and critic heads."""
+    """Cell embedding + 3x3 neighbourhood layer over the 6x6 grid, trunk, actor/critic heads.
+
+    Per cell: the 42 channels plus a player-position plane -> ``cell_dim`` (shared weights
+    across cells), then a 3x3 convolution (as a dense layer over each cell's neighbourhood).
+    The 36 cell vectors are flattened (position-aware) and joined with the player and program
+    vectors into one ``hidden_dim`` trunk layer; actor and critic each add ``num_layers - 1``
+    hidden layers. About 2.3x fewer multiply-adds per sample than ``MLP`` at 256 x 2.
+    """
 
     num_actions: int
     hidden_dim: int = 256
     num_layers: int = 2
-    cell_dim: int = 32
+    cell_dim: int = 16
 
     @nn.compact
     def __call__(self, obs):
@@ -88,21 +106,16 @@ class GridEncoder(nn.Module):
         grid = jnp.concatenate([grid, here[..., None].astype(jnp.float32)], axis=-1)
         x = grid.reshape((-1, 6, 6, grid.shape[-1]))
         x = nn.relu(_dense(self.cell_dim, np.sqrt(2))(x))
-        x = nn.relu(
-            nn.Conv(
-                self.cell_dim,
-                (3, 3),
-                padding="SAME",
-                kernel_init=nn.initializers.orthogonal(np.sqrt(2)),
-            )(x)
-        )
+        x = nn.relu(_dense(self.cell_dim, np.sqrt(2))(neighbourhood_3x3(x)))
         x = x.reshape((*batch, 36 * self.cell_dim))
         vec = jnp.concatenate([player, obs.programs.astype(jnp.float32)], axis=-1)
-        h = jnp.concatenate([x, vec], axis=-1)
-        for _ in range(max(self.num_layers, 1)):
-            h = nn.relu(_dense(self.hidden_dim, np.sqrt(2))(h))
-        logits = _dense(self.num_actions, 0.01)(h)
-        value = _dense(1, 1.0)(h)[..., 0]
+        h = nn.relu(_dense(self.hidden_dim, np.sqrt(2))(jnp.concatenate([x, vec], axis=-1)))
+        a, c = h, h
+        for _ in range(self.num_layers - 1):
+            a = nn.relu(_dense(self.hidden_dim, np.sqrt(2))(a))
+            c = nn.relu(_dense(self.hidden_dim, np.sqrt(2))(c))
+        logits = _dense(self.num_actions, 0.01)(a)
+        value = _dense(1, 1.0)(c)[..., 0]
         return logits, value
 
 

@@ -137,11 +137,15 @@ def make_update(cfg, apply_fn, tx, env, env_params, num_updates: int, axis_name=
             return (optax.apply_updates(params, updates), opt_state), aux
 
         def epoch(carry, key):
-            perm = jax.random.permutation(key, batch_size)
-            mbs = jax.tree.map(
-                lambda x: jnp.take(x, perm, axis=0).reshape((num_mb, -1, *x.shape[1:])), flat
-            )
-            return jax.lax.scan(grad_step, carry, mbs)
+            # shuffle indices only; each minibatch gathers its own rows (no shuffled copy of
+            # the whole batch in memory)
+            idx = jax.random.permutation(key, batch_size).reshape((num_mb, -1))
+
+            def minibatch(carry, rows):
+                mb = jax.tree.map(lambda x: jnp.take(x, rows, axis=0), flat)
+                return grad_step(carry, mb)
+
+            return jax.lax.scan(minibatch, carry, idx)
 
         (params, opt_state), aux = jax.lax.scan(
             epoch,
