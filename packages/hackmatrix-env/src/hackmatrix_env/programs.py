@@ -242,12 +242,18 @@ def _push_pull_targets(
     return jnp.where(moves[:, None], target, p)
 
 
-def _compaction_source(keep: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """(src int32[N], valid bool[N]): slot j of the compacted pool takes slot src[j] (rules §2.7)."""
+def _compact_words(words: list[jax.Array], keep: jax.Array) -> tuple[list[jax.Array], jax.Array]:
+    """Stable compaction of packed uint32[N] words: kept entries first, the rest zero (rules §2.7).
+
+    One scatter builds the source slot of every output slot, then one gather
+    per word. (Measured against argsort and an [N, N] one-hot select: this is
+    the fastest under vmap on CPU.)
+    """
     n = keep.shape[0]
     dest = jnp.where(keep, jnp.cumsum(keep) - 1, n)
     src = jnp.zeros(n, jnp.int32).at[dest].set(jnp.arange(n, dtype=jnp.int32), mode="drop")
-    return src, jnp.arange(n) < keep.sum()
+    valid = jnp.arange(n) < keep.sum()
+    return [jnp.where(valid, w[src], jnp.uint32(0)) for w in words], valid
 
 
 def _u8(x: jax.Array) -> jax.Array:
@@ -266,8 +272,8 @@ def _pos_from_id(cell: jax.Array) -> jax.Array:
 def _compact_enemies(e: Enemies, keep: jax.Array) -> Enemies:
     """Stable compaction, freed slots zeroed (board.py convention).
 
-    The 9 fields are packed into two uint32 words per enemy so the compaction
-    is one scatter and two gathers instead of nine gathers.
+    The 9 fields are packed into two uint32 words per enemy, so the compaction
+    moves two arrays instead of nine.
     """
     u32 = jnp.uint32
     a = (
@@ -279,9 +285,7 @@ def _compact_enemies(e: Enemies, keep: jax.Array) -> Enemies:
         | (e.from_siphon.astype(u32) << 16)
     )
     b = _u8(e.hp) | (_u8(e.disabled) << 8)
-    src, valid = _compaction_source(keep)
-    a = jnp.where(valid, a[src], u32(0))
-    b = jnp.where(valid, b[src], u32(0))
+    (a, b), valid = _compact_words([a, b], keep)
     return Enemies(
         kind=(a & u32(3)).astype(jnp.int8),
         pos=jnp.where(valid[:, None], _pos_from_id((a >> 2) & u32(63)), jnp.int8(0)),
@@ -305,8 +309,7 @@ def _compact_transmissions(t: Transmissions, keep: jax.Array) -> Transmissions:
         | (t.from_siphon.astype(u32) << 9)
         | (_u8(t.countdown) << 10)
     )
-    src, valid = _compaction_source(keep)
-    w = jnp.where(valid, w[src], u32(0))
+    (w,), valid = _compact_words([w], keep)
     return Transmissions(
         pos=jnp.where(valid[:, None], _pos_from_id(w & u32(63)), jnp.int8(0)),
         countdown=_i8(w >> 10),
