@@ -1,0 +1,206 @@
+"""``HackMatrix``: the gymnax 1.0 environment (layer 6).
+
+A thin shell over ``game.step_game`` (interface §1), ``stage.reset_game``
+(rules §10.1) and ``observation.observe`` (interface §3)::
+
+    env = HackMatrix()
+    params = env.default_params            # EnvParams(max_steps_in_episode=1000, start_stage=1)
+    obs, state = env.reset(key, params)
+    obs, state, reward, terminated, truncated, info = env.step(key, state, action, params)
+
+* ``obs`` is an ``Observation`` NamedTuple: ``player`` float32[10],
+  ``programs`` float32[23], ``grid`` float32[6,6,42], ``action_mask`` bool[28]
+  (``flatten_observation`` gives the 1545-vector).
+* ``reward`` float32 = the sum, in table order, of ``info["reward_breakdown"]``
+  (float32[15], names in ``constants.REWARD_COMPONENTS``, interface §4.2).
+* ``terminated``: the action was invalid (state unchanged, reward 0), the
+  player died, or stage 8 was completed (victory). ``truncated``: ``time``
+  reached ``params.max_steps_in_episode``.
+* ``info`` has the same keys every step: ``reward_breakdown``,
+  ``action_kind`` (int8, ``ActionKind``), ``invalid_action`` (bool), plus
+  gymnax's ``terminated``, ``truncated`` and ``final_observation``.
+
+``step`` keeps the gymnax 1.0 contract (auto-reset on ``terminated |
+truncated``) but does not select the UNDO history buffer between the reset
+and the stepped state: on reset only the ring's counters (size, top, lost)
+are zeroed, which is observationally identical (an empty ring is never read)
+and saves copying ~16 snapshots per env per step (specs/env-shell.md §4).
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from gymnax.environments import environment, spaces
+
+from hackmatrix_env.board import select_tree
+from hackmatrix_env.constants import (
+    GRID_CHANNELS,
+    GRID_SIZE,
+    NUM_ACTIONS,
+    NUM_PROGRAMS,
+    NUM_STAGES,
+    PLAYER_FEATURES,
+    Content,
+)
+from hackmatrix_env.game import step_game
+from hackmatrix_env.observation import observe
+from hackmatrix_env.reward import reward_breakdown, total_reward
+from hackmatrix_env.stage import reset_game
+from hackmatrix_env.types import EnvParams, EnvState, Observation
+
+
+def select_state(pred: jax.Array, on_true: EnvState, on_false: EnvState) -> EnvState:
+    """``where(pred, on_true, on_false)`` leaf by leaf, except the history snapshots.
+
+    The snapshot buffer of ``on_false`` is kept and only the ring counters are
+    selected: used for auto-reset, where ``on_true`` is a fresh game whose
+    ring is empty.
+    """
+    picked = {
+        name: select_tree(pred, getattr(on_true, name), getattr(on_false, name))
+        for name in on_false.__dataclass_fields__
+        if name != "history"
+    }
+    hist_t, hist_f = on_true.history, on_false.history
+    history = hist_f.replace(
+        top=jnp.where(pred, hist_t.top, hist_f.top),
+        size=jnp.where(pred, hist_t.size, hist_f.size),
+        lost=jnp.where(pred, hist_t.lost, hist_f.lost),
+    )
+    return on_false.replace(history=history, **picked)
+
+
+class HackMatrix(environment.Environment[EnvState, EnvParams]):
+    """HackMatrix as a gymnax 1.0 ``Environment`` with the action mask in the observation."""
+
+    @property
+    def default_params(self) -> EnvParams:
+        """``max_steps_in_episode=1000`` (the original wrappers' limit), ``start_stage=1``."""
+        return EnvParams()
+
+    @property
+    def name(self) -> str:
+        return "HackMatrix"
+
+    @property
+    def num_actions(self) -> int:
+        return NUM_ACTIONS
+
+    # ------------------------------------------------------------------ transitions
+
+    @partial(jax.jit, static_argnames=("self",))
+    def step(
+        self,
+        key: jax.Array,
+        state: EnvState,
+        action: int | jax.Array,
+        params: EnvParams | None = None,
+    ) -> tuple[Observation, EnvState, jax.Array, jax.Array, jax.Array, dict[str, Any]]:
+        """gymnax 1.0 ``step`` with auto-reset; the history buffer is not selected (see module doc)."""
+        if params is None:
+            params = self.default_params
+        key_step, key_reset = jax.random.split(key)
+        obs_st, state_st, reward, terminated, info = self.step_env(key_step, state, action, params)
+        truncated = self.is_truncated(state_st, params)
+        done = terminated | truncated
+        obs_re, state_re = self.reset_env(key_reset, params)
+        state = select_state(done, state_re, state_st)
+        obs = select_tree(done, obs_re, obs_st)
+        info = {
+            **info,
+            "terminated": terminated,
+            "truncated": truncated,
+            "final_observation": obs_st,
+        }
+        return obs, state, reward, terminated, truncated, info
+
+    def step_env(
+        self,
+        key: jax.Array,
+        state: EnvState,
+        action: int | jax.Array,
+        params: EnvParams,
+    ) -> tuple[Observation, EnvState, jax.Array, jax.Array, dict[str, Any]]:
+        """One game step (interface §1) without auto-reset."""
+        action = jnp.asarray(action, jnp.int32)
+        next_state, ev = step_game(key, state, action)
+        breakdown = reward_breakdown(state, next_state, ev)
+        reward = total_reward(breakdown)
+        terminated = ev.invalid | ev.victory | (next_state.player.hp == 0)
+        next_state = next_state.replace(time=(state.time + 1).astype(jnp.int32))
+        info = {
+            "reward_breakdown": breakdown,
+            "action_kind": ev.action_kind,
+            "invalid_action": ev.invalid,
+        }
+        obs = self.observe(key, next_state, action, params)
+        return obs, next_state, reward.astype(jnp.float32), terminated, info
+
+    def reset_env(self, key: jax.Array, params: EnvParams) -> tuple[Observation, EnvState]:
+        """A fresh game (rules §10.1); ``params.start_stage`` > 1 starts at that stage."""
+        state = reset_game(key, params)
+        return self.observe(key, state, None, params), state
+
+    def observe(
+        self,
+        key: jax.Array | None,
+        state: EnvState,
+        action: int | jax.Array | None,
+        params: EnvParams | None,
+    ) -> Observation:
+        """The observation of ``state`` (interface §3); key, action and params are unused."""
+        del key, action, params
+        return observe(state)
+
+    def get_obs(self, state: EnvState, params: EnvParams | None = None, key=None) -> Observation:
+        """Legacy gymnax hook: ``observe(state)``."""
+        del params, key
+        return observe(state)
+
+    def is_terminated(self, state: EnvState, params: EnvParams) -> jax.Array:
+        """bool[]: dead, or stage 8 won (player on the exit at stage 8).
+
+        An invalid action also terminates a step, but that is a property of the
+        step, not of the state (see ``info["invalid_action"]``).
+        """
+        del params
+        r, c = state.player.pos[0].astype(jnp.int32), state.player.pos[1].astype(jnp.int32)
+        on_exit = state.grid.content[r, c] == Content.EXIT
+        return (state.player.hp == 0) | ((state.stage >= NUM_STAGES) & on_exit)
+
+    # ------------------------------------------------------------------ spaces
+
+    def action_space(self, params: EnvParams | None = None) -> spaces.Discrete:
+        """``Discrete(28)``: 0-3 directions, 4 siphon, 5-27 programs (interface §0.2)."""
+        del params
+        return spaces.Discrete(NUM_ACTIONS)
+
+    def observation_space(self, params: EnvParams | None = None) -> spaces.Dict:
+        """The ``Observation`` fields; declared bounds [0, 1] (values may exceed 1, interface §3.6)."""
+        del params
+        return spaces.Dict(
+            {
+                "player": spaces.Box(0.0, 1.0, (PLAYER_FEATURES,), jnp.float32),
+                "programs": spaces.Box(0.0, 1.0, (NUM_PROGRAMS,), jnp.float32),
+                "grid": spaces.Box(0.0, 1.0, (GRID_SIZE, GRID_SIZE, GRID_CHANNELS), jnp.float32),
+                "action_mask": spaces.Box(0, 1, (NUM_ACTIONS,), jnp.bool_),
+            }
+        )
+
+    def state_space(self, params: EnvParams | None = None) -> spaces.Dict:
+        """The main scalar fields of ``EnvState`` (pools and grid are fixed-shape int8 arrays)."""
+        params = self.default_params if params is None else params
+        return spaces.Dict(
+            {
+                "time": spaces.Discrete(params.max_steps_in_episode + 1),
+                "stage": spaces.Box(1, NUM_STAGES, (), jnp.int8),
+                "turn": spaces.Box(0, jnp.iinfo(jnp.int32).max, (), jnp.int32),
+                "player_pos": spaces.Box(0, GRID_SIZE - 1, (2,), jnp.int8),
+                "player_hp": spaces.Box(0, 3, (), jnp.int8),
+                "grid_content": spaces.Box(0, 3, (GRID_SIZE, GRID_SIZE), jnp.int8),
+            }
+        )
