@@ -13,10 +13,24 @@ or take the fixtures of the same names.
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+import jax
 import pytest
+
+# Persistent compilation cache: identical programs compiled by different tests
+# (or by an earlier run) are loaded instead of recompiled. The env step takes
+# long to compile on CPU, so this saves minutes per run.
+jax.config.update(
+    "jax_compilation_cache_dir",
+    os.environ.get(
+        "HACKMATRIX_JAX_CACHE", os.path.join(tempfile.gettempdir(), "hackmatrix-jax-cache")
+    ),
+)
+jax.config.update("jax_persistent_cache_min_compile_time_secs", 1.0)
 
 Pos = tuple[int, int]
 
