@@ -83,6 +83,10 @@ class Trainer:
             mesh=self.mesh,
             in_specs=(self.spec, P()),
             out_specs=(self.spec, P()),
+            # env code (any gymnax env) is not written for varying-manual-axes typing: a scan
+            # carry initialised from constants would be rejected. Replication of params is
+            # guaranteed by construction (pmean-ed gradients), and tested.
+            check_vma=False,
         )
         self._chunk = jax.jit(chunk)
         self._compiled = None
