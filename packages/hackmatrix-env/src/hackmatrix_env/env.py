@@ -75,7 +75,18 @@ def select_state(pred: jax.Array, on_true: EnvState, on_false: EnvState) -> EnvS
 
 
 class HackMatrix(environment.Environment[EnvState, EnvParams]):
-    """HackMatrix as a gymnax 1.0 ``Environment`` with the action mask in the observation."""
+    """HackMatrix as a gymnax 1.0 ``Environment`` with the action mask in the observation.
+
+    The object has no configuration (everything tunable is in ``EnvParams``),
+    so all instances compare equal and hash alike: jitted methods (``self`` is
+    a static argument) compile once per process, whichever instance calls them.
+    """
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self)
+
+    def __hash__(self) -> int:
+        return hash(type(self))
 
     @property
     def default_params(self) -> EnvParams:

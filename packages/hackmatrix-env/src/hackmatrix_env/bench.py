@@ -1,0 +1,126 @@
+"""``hm-bench``: throughput and compile-time figures for the JAX env (host script, not a test).
+
+    uv run hm-bench env                         # 1,024 and 4,096 envs
+    uv run hm-bench env --num-envs 4096 --steps 128 --repeats 5
+
+For each batch size it prints the compile time and the env steps per second
+of a random *masked* policy under ``jit(scan(vmap(env.step)))`` with gymnax
+auto-reset, then the cost of ``jit(vmap(reset))`` alone and of the step
+without auto-reset (``step_env``), so the reset's share is visible.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import time
+
+import jax
+import jax.numpy as jnp
+
+from hackmatrix_env.env import HackMatrix
+
+
+def _policy_actions(key: jax.Array, mask: jax.Array) -> jax.Array:
+    """int32[B]: uniform over the valid actions (Gumbel-max over the mask)."""
+    g = jax.random.gumbel(key, mask.shape)
+    return jnp.argmax(jnp.where(mask, g, -jnp.inf), axis=-1).astype(jnp.int32)
+
+
+def make_rollout(env: HackMatrix, num_envs: int, steps: int, auto_reset: bool = True):
+    """A jitted ``(obs, state, key) -> (obs, state, reward_sum, episodes)`` running ``steps`` steps."""
+    params = env.default_params
+
+    def one(carry, key):
+        obs, state = carry
+        k_act, k_env = jax.random.split(key)
+        actions = _policy_actions(k_act, obs.action_mask)
+        keys = jax.random.split(k_env, num_envs)
+        if auto_reset:
+            obs, state, reward, term, trunc, _ = jax.vmap(env.step, in_axes=(0, 0, 0, None))(
+                keys, state, actions, params
+            )
+            done = term | trunc
+        else:
+            obs, state, reward, done, _ = jax.vmap(env.step_env, in_axes=(0, 0, 0, None))(
+                keys, state, actions, params
+            )
+        return (obs, state), (jnp.sum(reward), jnp.sum(done))
+
+    @jax.jit
+    def rollout(obs, state, key):
+        (obs, state), (rewards, dones) = jax.lax.scan(
+            one, (obs, state), jax.random.split(key, steps)
+        )
+        return obs, state, jnp.sum(rewards), jnp.sum(dones)
+
+    return rollout
+
+
+def _time(fn, *args, repeats: int) -> float:
+    out = fn(*args)
+    jax.block_until_ready(out)
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        jax.block_until_ready(fn(*args))
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def bench_env(num_envs_list: list[int], steps: int, repeats: int, seed: int) -> None:
+    env = HackMatrix()
+    params = env.default_params
+    print(
+        f"hm-bench env: jax {jax.__version__}, {jax.default_backend()} "
+        f"({os.cpu_count()} cpus, {platform.processor() or platform.machine()}), "
+        f"random masked policy, {steps} steps per timed call, best of {repeats}"
+    )
+    reset_batch = jax.jit(jax.vmap(env.reset, in_axes=(0, None)))
+    for num_envs in num_envs_list:
+        key = jax.random.key(seed)
+        keys = jax.random.split(key, num_envs)
+        t0 = time.perf_counter()
+        reset_c = reset_batch.lower(keys, params).compile()
+        reset_compile = time.perf_counter() - t0
+        obs, state = reset_c(keys, params)
+        for auto_reset in (True, False):
+            rollout = make_rollout(env, num_envs, steps, auto_reset)
+            t0 = time.perf_counter()
+            compiled = rollout.lower(obs, state, key).compile()
+            compile_s = time.perf_counter() - t0
+            secs = _time(compiled, obs, state, key, repeats=repeats)
+            _, _, _, episodes = compiled(obs, state, key)
+            label = "step + auto-reset" if auto_reset else "step_env (no reset)"
+            print(
+                f"num_envs={num_envs:>5}  {label:<20} compile {compile_s:6.1f} s  "
+                f"{num_envs * steps / secs:>11,.0f} steps/s  "
+                f"({secs / steps * 1e3:.2f} ms per batched step, {int(episodes)} episode ends)"
+            )
+        secs = _time(reset_c, keys, params, repeats=repeats)
+        print(
+            f"num_envs={num_envs:>5}  {'reset only':<20} compile {reset_compile:6.1f} s  "
+            f"{num_envs / secs:>11,.0f} resets/s  ({secs * 1e3:.2f} ms per batched reset, "
+            f"{secs / num_envs * 1e6:.2f} µs per env)"
+        )
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of ``hm-bench``."""
+    parser = argparse.ArgumentParser(prog="hm-bench", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="what", required=True)
+    p = sub.add_parser("env", help="env steps/s and compile time under jit(vmap) with auto-reset")
+    p.add_argument("--num-envs", type=int, nargs="+", default=[1024, 4096])
+    p.add_argument("--steps", type=int, default=64, help="steps per timed call (scan length)")
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    if any(n < 1 for n in args.num_envs) or args.steps < 1 or args.repeats < 1:
+        parser.error("--num-envs, --steps and --repeats must be positive")
+    if args.what == "env":
+        bench_env(args.num_envs, args.steps, args.repeats, args.seed)
+
+
+if __name__ == "__main__":
+    main()
