@@ -1,6 +1,11 @@
 """Benchmark the program dispatch: jit(vmap(run_program)) and jit(vmap(program_mask)).
 
-    uv run python packages/hackmatrix-env/benchmarks/bench_programs.py [--batch 4096] [--iters 50]
+    uv run python packages/hackmatrix-env/benchmarks/bench_programs.py [--batch 4096]
+    uv run python packages/hackmatrix-env/benchmarks/bench_programs.py --env
+
+``--env`` measures whole env steps (gymnax ``step`` with auto-reset, random masked
+policy, jit(scan(vmap))) with the real programs and with the pre-issue skeleton
+(no program ever valid, identity effect) patched in, interleaved in one process.
 
 Random well-formed states (random enemies/transmissions/blocks/siphoned cells,
 all programs owned, a partly filled UNDO ring) and a uniformly random program
@@ -98,7 +103,7 @@ def _time(fn, args, reps):
     out = fn(*args)
     jax.block_until_ready(out)
     compile_s = time.perf_counter() - t0
-    walls, cpus = [], []
+    walls, cpus = [float("inf")], [float("inf")]
     for _ in range(reps):
         t0, c0 = time.perf_counter(), time.process_time()
         jax.block_until_ready(fn(*args))
@@ -122,12 +127,75 @@ def _scanned(step, n_steps):
     return fn
 
 
+def _skeleton_programs():
+    """The pre-issue skeleton: no program is ever valid, the effect is the identity."""
+    return (
+        lambda state: jnp.zeros(NUM_PROGRAMS, jnp.bool_),
+        lambda key, state, prog_idx: (state, jnp.int32(0), jnp.bool_(False)),
+    )
+
+
+def bench_env(batch: int, n_steps: int, rounds: int) -> None:
+    """Env steps/s with the real programs vs the skeleton (A/B in one process)."""
+    from hackmatrix_env import programs
+    from hackmatrix_env.env import HackMatrix
+
+    env = HackMatrix()
+    params = env.default_params
+
+    def make():
+        def body(carry, key):
+            obs, state = carry
+            k_act, k_step = jax.random.split(key)
+            logits = jnp.where(obs.action_mask, 0.0, -jnp.inf)
+            action = jax.random.categorical(k_act, logits)
+            obs, state, _, _, _, _ = env.step(k_step, state, action, params)
+            return (obs, state), None
+
+        @jax.jit
+        def run(carry, keys):
+            out, _ = jax.lax.scan(jax.vmap(body), carry, keys)
+            return out
+
+        return run
+
+    real = (programs.program_mask, programs.run_program)
+    variants = {}
+    for name, (mask_fn, run_fn) in (
+        ("skeleton (before)", _skeleton_programs()),
+        ("programs (after)", real),
+    ):
+        programs.program_mask, programs.run_program = mask_fn, run_fn
+        carry = jax.vmap(lambda k: env.reset_env(k, params))(
+            jax.random.split(jax.random.key(1), batch)
+        )
+        keys = jax.random.split(jax.random.key(2), (n_steps, batch))
+        fn = make()
+        c, _, _ = _time(fn, (carry, keys), 0)
+        print(f"{name:<20} compile {c:6.2f} s", flush=True)
+        variants[name] = (fn, carry, keys)
+    programs.program_mask, programs.run_program = real
+    for _ in range(rounds):
+        for name, (fn, carry, keys) in variants.items():
+            _, dt, cpu = _time(fn, (carry, keys), 3)
+            print(
+                f"{name:<20} batch {batch}: {batch * n_steps / dt:12,.0f} steps/s wall, "
+                f"{batch * n_steps / cpu:12,.0f} steps/CPU-s",
+                flush=True,
+            )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
+    ap.add_argument("--env", action="store_true", help="whole env steps, programs vs skeleton")
+    ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--batch", type=int, default=4096)
     ap.add_argument("--steps", type=int, default=20, help="scan length per call")
     ap.add_argument("--reps", type=int, default=7)
     args = ap.parse_args()
+    if args.env:
+        bench_env(args.batch, args.steps, args.rounds)
+        return
     b, n = args.batch, args.steps
     key = jax.random.key(0)
     k_state, k_prog, k_run = jax.random.split(key, 3)
