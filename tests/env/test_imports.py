@@ -1,0 +1,107 @@
+"""The import DAG of ``hackmatrix_env`` (style.md §2), checked by parsing every module."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import hackmatrix_env
+import pytest
+
+PKG = Path(hackmatrix_env.__file__).parent
+
+LAYER = {
+    "constants": 0,
+    "types": 1,
+    "board": 1.5,  # base of layer 2: "shared helpers move down to board.py" (style.md §2)
+    "pathfinding": 2,
+    "placement": 2,
+    "history": 2,
+    "movement": 3,
+    "siphon": 3,
+    "enemies": 3,
+    "programs": 3,
+    "mask": 4,
+    "stage": 4,
+    "reward": 4,
+    "observation": 4,
+    "game": 5,
+    "env": 6,
+    "jumanji": 6,
+}
+SIDE = {"scenario", "render"}  # host-side: layers 0-1 plus observation/mask
+TOOLS = {"bench", "__init__"}  # entry points: may import any layer, never jumanji
+SAME_LAYER_ALLOWED = {("programs", "history"), ("observation", "mask")}
+
+
+def _package_imports(path: Path) -> set[str]:
+    """Sibling modules imported by ``path`` (absolute or relative, at any depth)."""
+    tree = ast.parse(path.read_text())
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            if node.level == 1 or (node.module or "").startswith("hackmatrix_env"):
+                mod = (node.module or "").removeprefix("hackmatrix_env").lstrip(".")
+                if mod:
+                    out.add(mod.split(".")[0])
+                else:  # from hackmatrix_env import x
+                    out.update(a.name for a in node.names)
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.startswith("hackmatrix_env."):
+                    out.add(a.name.split(".")[1])
+    return out
+
+
+def _external_imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text())
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out.update(a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            out.add(node.module.split(".")[0])
+    return out
+
+
+MODULES = sorted(p.stem for p in PKG.glob("*.py"))
+
+
+def test_every_module_is_classified():
+    unknown = set(MODULES) - set(LAYER) - SIDE - TOOLS
+    assert not unknown, f"add {unknown} to the layer table of style.md §2 and this test"
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_import_edges_follow_layers(module):
+    deps = _package_imports(PKG / f"{module}.py") - {module}
+    assert deps <= set(LAYER) | SIDE | TOOLS, deps
+    if module in SIDE:
+        allowed = {m for m, layer in LAYER.items() if layer <= 1} | {"observation", "mask"}
+        assert deps <= allowed, f"{module} imports {deps - allowed}"
+        return
+    if module in TOOLS:
+        assert not deps & SIDE or module == "__init__"
+        return
+    for dep in deps:
+        assert dep not in SIDE, f"{module} (layer {LAYER[module]}) imports side module {dep}"
+        lower = LAYER[dep] < LAYER[module]
+        assert lower or (module, dep) in SAME_LAYER_ALLOWED, (
+            f"{module} (layer {LAYER[module]}) imports {dep} (layer {LAYER[dep]})"
+        )
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_only_the_adapter_imports_jumanji(module):
+    uses = "jumanji" in _external_imports(PKG / f"{module}.py")
+    assert uses == (module == "jumanji")
+
+
+def test_package_init_does_not_pull_in_jumanji():
+    import subprocess
+    import sys
+
+    code = "import sys, hackmatrix_env; print('jumanji' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+    assert set(hackmatrix_env.__all__) >= {"HackMatrix", "EnvState", "EnvParams", "Observation"}
