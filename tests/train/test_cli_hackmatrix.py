@@ -1,0 +1,42 @@
+"""``hm-train`` smoke run on the real HackMatrix env (tiny config), as a fresh clone would run it."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hackmatrix_env.constants import PROGRAM_NAMES, REWARD_COMPONENTS
+from hackmatrix_train.checkpoint import list_checkpoints
+from hackmatrix_train.cli import build_parser, config_from_args, run
+
+
+@pytest.mark.slow  # dominated by compiling the env step (see specs/train.md §9)
+def test_hm_train_tiny_on_hackmatrix(tmp_path):
+    argv = (
+        "--num-envs 8 --num-steps 32 --total-timesteps 512 --log-interval 1 --hidden-dim 16 "
+        "--num-layers 1 --num-minibatches 2 --update-epochs 1 --no-wandb "
+        f"--max-steps-in-episode 40 --checkpoint-dir {tmp_path}"
+    ).split()
+    cfg, explicit = config_from_args(build_parser().parse_args(argv))
+    lines: list[str] = []
+    result = run(cfg, explicit, out=lines.append)  # env defaults to HackMatrix
+    text = "\n".join(lines)
+    assert "compiled in" in text and "update 2/2" in text and "steps/s" in text and "ETA" in text
+    assert result["update"] == 2 and result["env_steps"] == 512
+    assert [u for u, _ in list_checkpoints(tmp_path / "ppo-mlp-8x32-s0")] == [2]
+    assert (tmp_path / "ppo-mlp-8x32-s0" / "params.msgpack").exists()
+
+    m = result["metrics"]
+    # 8 envs x 32 steps per update, episodes capped at 40 steps: some complete every update
+    assert m["train/num_episodes"] >= 1
+    assert 1 <= m["train/episode_length"] <= 40
+    assert m["train/invalid_actions"] == 0.0  # masked policy never takes an invalid action
+    # reward/ holds the 15 components per completed episode; they sum to the episode return
+    comps = [m[f"reward/{name}"] for name in REWARD_COMPONENTS]
+    assert math.isclose(sum(comps), m["train/episode_return"], rel_tol=1e-4, abs_tol=1e-4)
+    assert m["reward/step_penalty"] < 0
+    assert {f"actions/program/{n}" for n in PROGRAM_NAMES} <= m.keys()
+    fracs = m["actions/move_frac"] + m["actions/siphon_frac"] + m["actions/program_frac"]
+    assert math.isclose(fracs, 1.0, rel_tol=1e-5)
+    assert 1 <= m["stats/mean_stage"] <= m["stats/highest_stage"] <= 8
+    assert 0 <= m["stats/win_rate"] <= 1
