@@ -331,3 +331,55 @@ def test_victory_changes_nothing_else():
     assert int(out.player.hp) == 3 and int(out.stage) == 8
     rest_in = jax.tree.leaves(s.replace(player=s.player.replace(hp=jnp.int8(3))))
     assert all(np.array_equal(a, b) for a, b in zip(jax.tree.leaves(out), rest_in, strict=True))
+
+
+# --------------------------------------------------------------------------- compute_where
+
+
+def test_compute_where_equals_dense_select():
+    def fn(x, y):
+        return {"a": x * 3 + y, "b": (x > 2) & (y > 0)}
+
+    batched = jax.jit(jax.vmap(lambda p, x, y, d: stage.compute_where(p, fn, (x, y), d)))
+    x = jnp.arange(16, dtype=jnp.int32)
+    y = jnp.arange(16, dtype=jnp.int32) % 3
+    default = {"a": -jnp.ones(16, jnp.int32), "b": jnp.zeros(16, bool)}
+    for pred in (
+        jnp.zeros(16, bool),
+        jnp.arange(16) % 7 == 3,  # 2 rows: within the capacity of 2
+        jnp.arange(16) % 2 == 0,  # 8 rows: dense fallback
+        jnp.ones(16, bool),
+    ):
+        got = batched(pred, x, y, default)
+        want = jax.vmap(
+            lambda p, x, y, d: jax.tree.map(lambda u, v: jnp.where(p, u, v), fn(x, y), d)
+        )(pred, x, y, default)
+        assert all(
+            np.array_equal(a, b)
+            for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(want), strict=True)
+        )
+    # unbatched: a plain conditional
+    single = jax.jit(
+        lambda p: stage.compute_where(
+            p, fn, (jnp.int32(4), jnp.int32(1)), {"a": jnp.int32(0), "b": jnp.bool_(False)}
+        )
+    )
+    assert int(single(True)["a"]) == 13 and int(single(False)["a"]) == 0
+
+
+def test_complete_stage_needed_matches_dense():
+    s = make_state((5, 5), hp=1, stage=3, enemies=[("virus", (1, 1))])
+    batch = jax.tree.map(lambda x: jnp.stack([x] * 8), s)
+    keys = jax.random.split(jax.random.key(3), 8)
+    needed = jnp.array([1, 0, 0, 1, 0, 0, 0, 0], bool)
+    sparse = jax.jit(jax.vmap(stage.complete_stage))(keys, batch, needed)
+    dense = jax.jit(jax.vmap(lambda k, s: stage.complete_stage(k, s)))(keys, batch)
+    for i in (0, 3):
+        row = lambda t, i=i: jax.tree.map(lambda x: x[i], t)  # noqa: E731
+        assert all(
+            np.array_equal(a, b)
+            for a, b in zip(jax.tree.leaves(row(sparse)), jax.tree.leaves(row(dense)), strict=True)
+        )
+    assert (
+        int(sparse.stage[1]) == 3 and int(sparse.player.hp[1]) == 2
+    )  # not generated, not advanced

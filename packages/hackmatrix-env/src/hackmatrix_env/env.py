@@ -21,10 +21,13 @@ A thin shell over ``game.step_game`` (interface §1), ``stage.reset_game``
   gymnax's ``terminated``, ``truncated`` and ``final_observation``.
 
 ``step`` keeps the gymnax 1.0 contract (auto-reset on ``terminated |
-truncated``) but does not select the UNDO history buffer between the reset
-and the stepped state: on reset only the ring's counters (size, top, lost)
-are zeroed, which is observationally identical (an empty ring is never read)
-and saves copying ~16 snapshots per env per step (specs/env-shell.md §4).
+truncated``) with two savings (specs/env-shell.md §4): the UNDO history
+buffer is not selected between the reset and the stepped state (on reset only
+the ring's counters are zeroed: an empty ring is never read), and under
+``vmap`` the reset is computed only for the envs that are done
+(``stage.compute_where``; dense fallback when more than 1/8 of the batch ends
+at once). Results equal the base class's ``step`` exactly, apart from the
+unread snapshot buffer.
 """
 
 from __future__ import annotations
@@ -36,7 +39,6 @@ import jax
 import jax.numpy as jnp
 from gymnax.environments import environment, spaces
 
-from hackmatrix_env.board import select_tree
 from hackmatrix_env.constants import (
     GRID_CHANNELS,
     GRID_SIZE,
@@ -49,29 +51,8 @@ from hackmatrix_env.constants import (
 from hackmatrix_env.game import step_game
 from hackmatrix_env.observation import observe
 from hackmatrix_env.reward import reward_breakdown, total_reward
-from hackmatrix_env.stage import reset_game
+from hackmatrix_env.stage import compute_where, reset_game, trim_history
 from hackmatrix_env.types import EnvParams, EnvState, Observation
-
-
-def select_state(pred: jax.Array, on_true: EnvState, on_false: EnvState) -> EnvState:
-    """``where(pred, on_true, on_false)`` leaf by leaf, except the history snapshots.
-
-    The snapshot buffer of ``on_false`` is kept and only the ring counters are
-    selected: used for auto-reset, where ``on_true`` is a fresh game whose
-    ring is empty.
-    """
-    picked = {
-        name: select_tree(pred, getattr(on_true, name), getattr(on_false, name))
-        for name in on_false.__dataclass_fields__
-        if name != "history"
-    }
-    hist_t, hist_f = on_true.history, on_false.history
-    history = hist_f.replace(
-        top=jnp.where(pred, hist_t.top, hist_f.top),
-        size=jnp.where(pred, hist_t.size, hist_f.size),
-        lost=jnp.where(pred, hist_t.lost, hist_f.lost),
-    )
-    return on_false.replace(history=history, **picked)
 
 
 class HackMatrix(environment.Environment[EnvState, EnvParams]):
@@ -118,9 +99,14 @@ class HackMatrix(environment.Environment[EnvState, EnvParams]):
         obs_st, state_st, reward, terminated, info = self.step_env(key_step, state, action, params)
         truncated = self.is_truncated(state_st, params)
         done = terminated | truncated
-        obs_re, state_re = self.reset_env(key_reset, params)
-        state = select_state(done, state_re, state_st)
-        obs = select_tree(done, obs_re, obs_st)
+        # Auto-reset. The reset is computed only for rows that need it under vmap
+        # (stage.compute_where) and the snapshot buffer is never selected: a fresh
+        # game's ring is empty, so only its counters are reset.
+        snapshots = state_st.history.snapshots
+        obs, trimmed = compute_where(
+            done, self._reset_trimmed, (key_reset, params), (obs_st, trim_history(state_st))
+        )
+        state = trimmed.replace(history=trimmed.history.replace(snapshots=snapshots))
         info = {
             **info,
             "terminated": terminated,
@@ -150,6 +136,10 @@ class HackMatrix(environment.Environment[EnvState, EnvParams]):
         }
         obs = self.observe(key, next_state, action, params)
         return obs, next_state, reward.astype(jnp.float32), terminated, info
+
+    def _reset_trimmed(self, key: jax.Array, params: EnvParams) -> tuple[Observation, EnvState]:
+        obs, state = self.reset_env(key, params)
+        return obs, trim_history(state)
 
     def reset_env(self, key: jax.Array, params: EnvParams) -> tuple[Observation, EnvState]:
         """A fresh game (rules §10.1); ``params.start_stage`` > 1 starts at that stage."""

@@ -24,9 +24,12 @@ they preserve the reference distribution, are in specs/env-shell.md §3:
 
 from __future__ import annotations
 
+import math
+
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.custom_batching import custom_vmap
 
 from hackmatrix_env.board import enemy_occupancy_map, select_tree, transmission_map
 from hackmatrix_env.constants import (
@@ -53,6 +56,56 @@ from hackmatrix_env.constants import (
 )
 from hackmatrix_env.placement import hash_bits, hash_uniform, place_transmissions_seeded, rng_seed
 from hackmatrix_env.types import EnvParams, EnvState, Grid, blank_state
+
+# --------------------------------------------------------------------------- sparse evaluation
+
+SPARSE_FRACTION = 0.125  # rows computed per batch by compute_where before falling back
+
+
+def compute_where(pred: jax.Array, fn, args: tuple, default):
+    """``where(pred, fn(*args), default)`` leaf by leaf, computing ``fn`` only where needed.
+
+    Unbatched, a ``lax.cond`` skips ``fn`` when ``pred`` is false. Under
+    ``vmap`` (a ``custom_vmap`` rule) ``fn`` runs on at most
+    ``ceil(SPARSE_FRACTION * batch)`` rows, the ones with ``pred`` set,
+    gathered with ``nonzero`` and scattered back; if more rows need it, a
+    ``lax.cond`` falls back to the dense computation. Either way every row
+    gets exactly ``fn`` of its own arguments, so results are identical to the
+    dense ``where`` (specs/env-shell.md §4). Used for auto-reset and stage
+    generation, which run on every step under ``vmap`` but are needed rarely.
+    """
+
+    @custom_vmap
+    def run(pred, args, default):
+        return jax.lax.cond(pred, lambda: select_tree(pred, fn(*args), default), lambda: default)
+
+    @run.def_vmap
+    def run_batched(axis_size, in_batched, pred, args, default):
+        def full(x, batched):
+            return x if batched else jnp.broadcast_to(x, (axis_size, *jnp.shape(x)))
+
+        pred_b, args_b, default_b = in_batched
+        pred = full(pred, pred_b)
+        args = jax.tree.map(full, args, args_b)
+        default = jax.tree.map(full, default, default_b)
+        capacity = max(1, math.ceil(axis_size * SPARSE_FRACTION))
+        count = jnp.sum(pred, dtype=jnp.int32)
+
+        def sparse():
+            idx = jnp.nonzero(pred, size=capacity, fill_value=0)[0]
+            rows = jnp.where(jnp.arange(capacity) < count, idx, axis_size)  # axis_size: dropped
+            out = jax.vmap(lambda a: fn(*a))(jax.tree.map(lambda x: x[idx], args))
+            return jax.tree.map(lambda d, o: d.at[rows].set(o, mode="drop"), default, out)
+
+        def dense():
+            out = jax.vmap(lambda a: fn(*a))(args)
+            return jax.vmap(select_tree)(pred, out, default)
+
+        result = jax.lax.cond(count <= capacity, sparse, dense)
+        return result, jax.tree.map(lambda _: True, result)
+
+    return run(pred, args, default)
+
 
 # --------------------------------------------------------------------------- layout bit encoding
 # Bit k of a layout word <-> NONCORNER[k] (row-major, corners skipped): row 0 holds
@@ -422,10 +475,16 @@ def reset_game(key: jax.Array, params: EnvParams) -> EnvState:
     return _generate(sub, s)
 
 
-def complete_stage(key: jax.Array, state: EnvState) -> EnvState:
+def complete_stage(
+    key: jax.Array, state: EnvState, needed: jax.Array | bool | None = None
+) -> EnvState:
     """Stage completion (rules §9.2): hp + 1 (max 3); next stage or victory at stage 8.
 
     On victory nothing else changes (the stage stays 8, nothing is generated).
+    ``needed`` (optional bool[]): callers that compute completion for every
+    step and select it afterwards (``game.step_game``) pass whether the exit
+    was reached, so the new stage is generated only for those rows under
+    ``vmap`` (``compute_where``); the result is unchanged where ``needed``.
     """
     hp = jnp.minimum(state.player.hp.astype(jnp.int32) + 1, MAX_HP).astype(jnp.int8)
     state = state.replace(player=state.player.replace(hp=hp))
@@ -435,11 +494,22 @@ def complete_stage(key: jax.Array, state: EnvState) -> EnvState:
         stage=stage.astype(jnp.int8),
         task_interval=(STAGE_INTERVAL_BASE - stage).astype(jnp.int32),
     )
-    generated = generate_stage(key, advanced)
-    # Generation never touches the history: select every other field only.
-    fields = {
-        name: select_tree(won, getattr(state, name), getattr(generated, name))
-        for name in state.__dataclass_fields__
-        if name != "history"
-    }
-    return state.replace(**fields)
+    # Generation never touches the history: leave the snapshot buffer out of it.
+    snapshots = state.history.snapshots
+    trimmed = trim_history(advanced)
+    if needed is None:
+        generated = generate_stage(key, trimmed)
+        out = select_tree(won, trim_history(state), generated)
+    else:
+        out = compute_where(
+            jnp.asarray(needed, jnp.bool_) & ~won,
+            generate_stage,
+            (key, trimmed),
+            trim_history(state),
+        )
+    return out.replace(history=out.history.replace(snapshots=snapshots))
+
+
+def trim_history(state: EnvState) -> EnvState:
+    """``state`` without the snapshot buffer (a ``None`` subtree), for cheap selects."""
+    return state.replace(history=state.history.replace(snapshots=None))
