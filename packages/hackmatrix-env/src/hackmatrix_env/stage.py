@@ -289,8 +289,8 @@ def sample_layouts(seed, eligible: jax.Array, n_blocks: jax.Array, counter0: int
 
     ``eligible`` is a uint32 over the non-corner bits. Floyd's algorithm picks
     the subset in index space (index i = the i-th eligible cell), then a bit
-    deposit maps it onto cells. Attempts are invalid-by-construction (0) when
-    fewer than ``n_blocks`` cells are eligible; the caller checks that case.
+    deposit maps it onto cells. Needs ``n_blocks`` <= the number of eligible
+    cells (``_generate`` caps it).
     """
     eligible = eligible.astype(jnp.uint32)
     n = jax.lax.population_count(eligible).astype(jnp.int32)
@@ -396,9 +396,11 @@ def _generate(seed: jax.Array, state: EnvState) -> EnvState:
     u_count = hash_uniform(seed, jnp.uint32(_C_COUNT))
     n_blocks = BLOCK_COUNT_MIN + jnp.minimum((u_count * span).astype(jnp.int32), span - 1)
     eligible = _eligible_word(state)
+    # Fewer eligible cells than N: the reference never terminates; like the Swift
+    # twin we cap N at the eligible count (non-canonical, specs/choices.md).
+    n_blocks = jnp.minimum(n_blocks, jax.lax.population_count(eligible).astype(jnp.int32))
     layouts = sample_layouts(seed, eligible, n_blocks, _C_LAYOUT)
-    enough = jax.lax.population_count(eligible).astype(jnp.int32) >= n_blocks
-    valid = is_layout_valid(layouts, exit_pos) & enough
+    valid = is_layout_valid(layouts, exit_pos)
     layout = jnp.where(jnp.any(valid), layouts[jnp.argmax(valid)], jnp.uint32(0))
     blocks = _cells_of_layout(layout)
     rank = _rank_in_layout(layout)
