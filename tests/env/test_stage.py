@@ -346,8 +346,8 @@ def test_compute_where_equals_dense_select():
     default = {"a": -jnp.ones(16, jnp.int32), "b": jnp.zeros(16, bool)}
     for pred in (
         jnp.zeros(16, bool),
-        jnp.arange(16) % 7 == 3,  # 2 rows: within the capacity of 2
-        jnp.arange(16) % 2 == 0,  # 8 rows: dense fallback
+        jnp.arange(16) % 7 == 3,  # 2 rows: one chunk of 2
+        jnp.arange(16) % 2 == 0,  # 8 rows: four chunks
         jnp.ones(16, bool),
     ):
         got = batched(pred, x, y, default)

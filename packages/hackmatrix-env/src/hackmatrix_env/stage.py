@@ -66,13 +66,14 @@ def compute_where(pred: jax.Array, fn, args: tuple, default):
     """``where(pred, fn(*args), default)`` leaf by leaf, computing ``fn`` only where needed.
 
     Unbatched, a ``lax.cond`` skips ``fn`` when ``pred`` is false. Under
-    ``vmap`` (a ``custom_vmap`` rule) ``fn`` runs on at most
-    ``ceil(SPARSE_FRACTION * batch)`` rows, the ones with ``pred`` set,
-    gathered with ``nonzero`` and scattered back; if more rows need it, a
-    ``lax.cond`` falls back to the dense computation. Either way every row
-    gets exactly ``fn`` of its own arguments, so results are identical to the
-    dense ``where`` (specs/env-shell.md §4). Used for auto-reset and stage
-    generation, which run on every step under ``vmap`` but are needed rarely.
+    ``vmap`` (a ``custom_vmap`` rule) the rows with ``pred`` set are gathered
+    (``nonzero``) and processed in chunks of ``ceil(SPARSE_FRACTION * batch)``
+    rows by a fixed-length ``lax.scan`` over the chunks whose body is skipped
+    (``lax.cond`` on an unbatched count) once no needed row is left; results are
+    scattered back. Every row gets exactly ``fn`` of its own arguments, so the
+    result equals the dense ``where`` bit for bit (specs/env-shell.md §4), and
+    ``fn`` is traced once. Used for auto-reset and stage generation, which run on
+    every step under ``vmap`` but are needed by few rows.
     """
 
     @custom_vmap
@@ -88,20 +89,22 @@ def compute_where(pred: jax.Array, fn, args: tuple, default):
         pred = full(pred, pred_b)
         args = jax.tree.map(full, args, args_b)
         default = jax.tree.map(full, default, default_b)
-        capacity = max(1, math.ceil(axis_size * SPARSE_FRACTION))
+        chunk = max(1, math.ceil(axis_size * SPARSE_FRACTION))
+        n_chunks = math.ceil(axis_size / chunk)
         count = jnp.sum(pred, dtype=jnp.int32)
+        order = jnp.nonzero(pred, size=n_chunks * chunk, fill_value=0)[0]  # needed rows first
 
-        def sparse():
-            idx = jnp.nonzero(pred, size=capacity, fill_value=0)[0]
-            rows = jnp.where(jnp.arange(capacity) < count, idx, axis_size)  # axis_size: dropped
-            out = jax.vmap(lambda a: fn(*a))(jax.tree.map(lambda x: x[idx], args))
-            return jax.tree.map(lambda d, o: d.at[rows].set(o, mode="drop"), default, out)
+        def one_chunk(result, k):
+            def work(result):
+                idx = jax.lax.dynamic_slice(order, (k * chunk,), (chunk,))
+                live = k * chunk + jnp.arange(chunk) < count
+                rows = jnp.where(live, idx, axis_size)  # axis_size: out of range, dropped
+                out = jax.vmap(lambda a: fn(*a))(jax.tree.map(lambda x: x[idx], args))
+                return jax.tree.map(lambda d, o: d.at[rows].set(o, mode="drop"), result, out)
 
-        def dense():
-            out = jax.vmap(lambda a: fn(*a))(args)
-            return jax.vmap(select_tree)(pred, out, default)
+            return jax.lax.cond(k * chunk < count, work, lambda r: r, result), None
 
-        result = jax.lax.cond(count <= capacity, sparse, dense)
+        result, _ = jax.lax.scan(one_chunk, default, jnp.arange(n_chunks, dtype=jnp.int32))
         return result, jax.tree.map(lambda _: True, result)
 
     return run(pred, args, default)
