@@ -157,6 +157,11 @@ def test_death_penalty_table(stage, penalty):
         assert np.signbit(float(bd[IDX["death_penalty"]]))
 
 
+def test_death_penalty_injected_stage_above_8():
+    # setState may inject stage 9: the sum stops at the 8 entries of T (as the Swift twin)
+    assert float(reward.DEATH_PENALTY[9]) == -113.5
+
+
 def _events(**kw):
     base = dict(
         invalid=jnp.bool_(False),

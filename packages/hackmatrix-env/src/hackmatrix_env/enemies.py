@@ -203,11 +203,27 @@ def run_scheduled_task(key: jax.Array, state: EnvState) -> EnvState:
     return state.replace(next_task_turn=next_turn.astype(jnp.int32))
 
 
-def place_owed_spawns(key: jax.Array, state: EnvState) -> EnvState:
-    """Place the owed siphon transmissions, then owe none (rules §7.9)."""
-    state = place_transmissions(
-        key, state, state.pending_siphon_spawns, from_siphon=True, max_count=MAX_TRANSMISSIONS
-    )
+def place_owed_spawns(key: jax.Array, state: EnvState, sparse=None) -> EnvState:
+    """Place the owed siphon transmissions, then owe none (rules §7.9).
+
+    ``sparse`` (optional): a ``compute_where(pred, fn, args, default)`` that under
+    vmap evaluates ``fn`` only for the rows where ``pred`` holds (the env passes
+    ``stage.compute_where``; this layer cannot import it). Owed spawns are rare
+    and the placement scan is long, so this saves most of its cost.
+    """
+
+    def place(key, state):
+        return place_transmissions(
+            key, state, state.pending_siphon_spawns, from_siphon=True, max_count=MAX_TRANSMISSIONS
+        )
+
+    if sparse is None:
+        state = place(key, state)
+    else:
+        snapshots = state.history.snapshots
+        light = state.replace(history=state.history.replace(snapshots=None))
+        light = sparse(state.pending_siphon_spawns > 0, place, (key, light), light)
+        state = light.replace(history=light.history.replace(snapshots=snapshots))
     return state.replace(pending_siphon_spawns=jnp.int32(0))
 
 
@@ -219,13 +235,14 @@ def clear_statuses(state: EnvState) -> EnvState:
 
 
 def run_enemy_phase(
-    key: jax.Array, state: EnvState, active: jax.Array | bool = True
+    key: jax.Array, state: EnvState, active: jax.Array | bool = True, sparse=None
 ) -> tuple[EnvState, jax.Array]:
     """The enemy phase that follows a turn-ending action (rules §7.1-7.11).
 
     ``active`` False returns ``state`` untouched (for callers that select; the
-    history buffer is then not copied). Returns (state, ran): ``ran`` is True
-    iff a real (non-skipped) phase ran; a skipped phase only clears STEP.
+    history buffer is then not copied). ``sparse``: see ``place_owed_spawns``.
+    Returns (state, ran): ``ran`` is True iff a real (non-skipped) phase ran; a
+    skipped phase only clears STEP.
     """
     k_order0, k_order1, k_sched, k_owed = jax.random.split(key, 4)  # rules §12.1
     active = jnp.asarray(active, jnp.bool_)
@@ -235,7 +252,7 @@ def run_enemy_phase(
     phased = hatch_transmissions(phased)
     phased = move_enemies(k_order0, k_order1, phased)
     phased = run_scheduled_task(k_sched, phased)
-    phased = place_owed_spawns(k_owed, phased)
+    phased = place_owed_spawns(k_owed, phased, sparse)
     phased = clear_statuses(phased)
 
     out = select_tree(real, phased.replace(history=state.history), state)

@@ -23,7 +23,7 @@ from hackmatrix_env.enemies import run_enemy_phase
 from hackmatrix_env.movement import resolve_direction
 from hackmatrix_env.reward import shaping_distance
 from hackmatrix_env.siphon import apply_siphon, siphon_quality
-from hackmatrix_env.stage import complete_stage
+from hackmatrix_env.stage import complete_stage, compute_where
 from hackmatrix_env.types import EnvState, StepEvents
 
 
@@ -36,6 +36,20 @@ def _select_state(pred: jax.Array, a: EnvState, b: EnvState) -> EnvState:
     strip = lambda s: s.replace(history=s.history.replace(snapshots=None))  # noqa: E731
     out = select_tree(pred, strip(a), strip(b))
     return out.replace(history=out.history.replace(snapshots=snaps))
+
+
+def _strip(state: EnvState) -> EnvState:
+    """The state without the snapshot buffer (for sparse evaluation)."""
+    return state.replace(history=state.history.replace(snapshots=None))
+
+
+def _strip_first(out: tuple) -> tuple:
+    return (_strip(out[0]), *out[1:])
+
+
+def _attach(light: EnvState, full: EnvState) -> EnvState:
+    """``light`` with the snapshot buffer of ``full`` (no branch here writes it)."""
+    return light.replace(history=light.history.replace(snapshots=full.history.snapshots))
 
 
 def died_to_siphon_enemy(state: EnvState) -> jax.Array:
@@ -60,9 +74,21 @@ def step_game(key: jax.Array, state: EnvState, action: jax.Array) -> tuple[EnvSt
     moved, dir_ok, shot, dir_kills, collected, dir_exit = resolve_direction(
         state, jnp.clip(action, 0, Action.RIGHT)
     )
-    siphoned = apply_siphon(state)
-    missed_c, missed_e = siphon_quality(state)
-    ran_prog, prog_kills, warp_exit = programs.run_program(k_prog, state, prog_idx)
+    light = _strip(state)  # rare branches run sparsely under vmap (stage.compute_where)
+    siphoned, missed_c, missed_e = compute_where(
+        is_siphon,
+        lambda s: (apply_siphon(s), *siphon_quality(s)),
+        (light,),
+        (light, jnp.int32(0), jnp.int32(0)),
+    )
+    siphoned = _attach(siphoned, state)
+    ran_prog, prog_kills, warp_exit = compute_where(
+        is_prog,
+        lambda k, s, p: _strip_first(programs.run_program(k, s, p)),
+        (k_prog, state, prog_idx),
+        (light, jnp.int32(0), jnp.bool_(False)),
+    )
+    ran_prog = _attach(ran_prog, state)
     prog_ok = programs.program_mask(state)[prog_idx]
     valid = jnp.where(is_dir, dir_ok, jnp.where(is_siphon, state.player.siphons > 0, prog_ok))
 
@@ -73,8 +99,8 @@ def step_game(key: jax.Array, state: EnvState, action: jax.Array) -> tuple[EnvSt
     turn_ending &= is_dir | is_siphon | (is_prog & programs.is_turn_ending(prog_idx))
 
     # §1 steps 5-6: stage completion, or the enemy phase (never both).
-    completed = complete_stage(k_stage, acted)
-    phased, ran = run_enemy_phase(k_enemy, acted, active=turn_ending)
+    completed = complete_stage(k_stage, acted, needed=exit_reached)
+    phased, ran = run_enemy_phase(k_enemy, acted, active=turn_ending, sparse=compute_where)
     after = _select_state(exit_reached, completed.replace(history=phased.history), phased)
     # §1 step 4: a failed action leaves the state untouched (history included: no
     # push happened, turn_ending requires validity).
@@ -98,7 +124,8 @@ def step_game(key: jax.Array, state: EnvState, action: jax.Array) -> tuple[EnvSt
         exit_reached=exit_reached,
         victory=exit_reached & (state.stage >= 8),
         enemy_phase_ran=ran & valid,
-        died_to_siphon_enemy=died & ran & died_to_siphon_enemy(after),
+        # after any turn-ending action, even a STEP-skipped phase (specs/choices.md)
+        died_to_siphon_enemy=died & turn_ending & died_to_siphon_enemy(after),
         siphon_missed_credits=jnp.where(quality_on, missed_c, 0).astype(jnp.int32),
         siphon_missed_energy=jnp.where(quality_on, missed_e, 0).astype(jnp.int32),
         reset_wasteful=valid & (action == Action.RESET) & (hp0 == 2),

@@ -37,9 +37,11 @@ from hackmatrix_env.constants import (
 from hackmatrix_env.pathfinding import bfs_distance
 from hackmatrix_env.types import EnvState, StepEvents
 
-# Death penalty by stage_after (interface §4.4): -0.5 * sum(T[0 .. stage-2]); 0 (-0.0) at stage 1.
+# Death penalty by stage_after (interface §4.4): -0.5 * sum(T[0 .. stage-2]); 0 (-0.0) at
+# stage 1. Index NUM_STAGES + 1 stands for every injected stage > 8: all 8 entries of T
+# (specs/choices.md, as the Swift twin).
 DEATH_PENALTY = np.array(
-    [DEATH_COEF * float(STAGE_REWARD[: max(s - 1, 0)].sum()) for s in range(NUM_STAGES + 1)],
+    [DEATH_COEF * float(STAGE_REWARD[: max(s - 1, 0)].sum()) for s in range(NUM_STAGES + 2)],
     np.float32,
 )
 
@@ -70,7 +72,7 @@ def reward_breakdown(before: EnvState, after: EnvState, events: StepEvents) -> j
     distance = DISTANCE_COEF * jnp.maximum(delta, 0).astype(f32)
     score1 = after.player.score.astype(f32)
     victory = jnp.where(events.victory, VICTORY_BASE + VICTORY_SCORE_COEF * score1, 0.0)
-    death = jnp.where(died, jnp.asarray(DEATH_PENALTY)[jnp.clip(stage1, 0, NUM_STAGES)], 0.0)
+    death = jnp.where(died, jnp.asarray(DEATH_PENALTY)[jnp.clip(stage1, 0, NUM_STAGES + 1)], 0.0)
     dc = (after.player.credits - before.player.credits).astype(f32)
     de = (after.player.energy - before.player.energy).astype(f32)
     resource = RESOURCE_COEF * dc + RESOURCE_COEF * de
