@@ -1,6 +1,6 @@
 """How deep do UNDO chains get? Would a ring of depth H ever differ from the unbounded stack?
 
-    uv run python packages/hackmatrix-env/benchmarks/undo_depth.py [--batch 1024] [--steps 2000]
+    uv run python packages/hackmatrix-env/benchmarks/undo_depth.py [--batch 512] [--steps 1000]
 
 Runs the real env (gymnax step with auto-reset) under random masked policies
 and records, per env step: a snapshot was pushed, UNDO was executed, and UNDO
@@ -10,8 +10,10 @@ and through the reference's unbounded stack and counts the steps where their
 UNDO masks differ (ring empty, stack not, UNDO otherwise valid) -- the only
 way the fixed ring can change an episode (specs/programs.md §5).
 
-Policies: ``uniform`` (uniform over valid actions) and ``undo-greedy`` (UNDO
-whenever valid, with probability 0.5, else uniform), which is a stress test.
+Policies: ``uniform`` (uniform over valid actions), ``undo-greedy`` (UNDO with
+probability 0.5 whenever valid, else uniform) and ``undo-stress``: undo-greedy
+where every env owns UNDO from the start and always has the 1 credit it needs
+(state edited before each step; an upper bound, not a reachable game).
 """
 
 from __future__ import annotations
@@ -28,12 +30,34 @@ from hackmatrix_env.programs import owned_programs
 UNDO_ACTION = FIRST_PROGRAM + Program.UNDO
 
 
-def rollout(batch: int, n_steps: int, undo_bias: float, seed: int):
+def make_rollout(batch: int, n_steps: int):
+    """A jitted (undo_bias, seed key) -> per-step records [n_steps, batch] (one compile)."""
     env = HackMatrix()
     params = env.default_params
 
-    def body(carry, key):
+    def body(undo_bias, stress, carry, key):
         obs, state = carry
+        owned = owned_programs(state)[Program.UNDO]
+        grant = stress & ~owned
+        n = state.num_owned.astype(jnp.int32)
+        state = state.replace(
+            owned_list=jnp.where(
+                grant & (jnp.arange(state.owned_list.shape[0]) == n),
+                jnp.int8(Program.UNDO),
+                state.owned_list,
+            ),
+            num_owned=jnp.where(grant, n + 1, n).astype(jnp.int8),
+            player=state.player.replace(
+                credits=jnp.where(
+                    stress, jnp.maximum(state.player.credits, 1), state.player.credits
+                )
+            ),
+        )
+        obs = obs._replace(
+            action_mask=jnp.where(
+                stress, env.observe(None, state, None, params).action_mask, obs.action_mask
+            )
+        )
         k_act, k_bias, k_step = jax.random.split(key, 3)
         logits = jnp.where(obs.action_mask, 0.0, -jnp.inf)
         action = jax.random.categorical(k_act, logits)
@@ -50,15 +74,18 @@ def rollout(batch: int, n_steps: int, undo_bias: float, seed: int):
         return (obs2, state2), rec
 
     @jax.jit
-    def run(carry, keys):
-        return jax.lax.scan(jax.vmap(body), carry, keys)
+    def run(undo_bias, stress, key):
+        k_reset, k_steps = jax.random.split(key)
+        carry = jax.vmap(lambda k: env.reset_env(k, params))(jax.random.split(k_reset, batch))
+        keys = jax.random.split(k_steps, (n_steps, batch))
+        step = jax.vmap(lambda c, k: body(undo_bias, stress, c, k))
+        return jax.lax.scan(step, carry, keys)[1]
 
-    carry = jax.vmap(lambda k: env.reset_env(k, params))(
-        jax.random.split(jax.random.key(seed), batch)
-    )
-    keys = jax.random.split(jax.random.key(seed + 1), (n_steps, batch))
-    _, rec = run(carry, keys)
-    return [np.asarray(x) for x in rec]  # each [n_steps, batch]
+    def rollout(undo_bias: float, stress: bool, seed: int):
+        rec = run(jnp.float32(undo_bias), jnp.bool_(stress), jax.random.key(seed))
+        return [np.asarray(x) for x in rec]  # each [n_steps, batch]
+
+    return rollout
 
 
 def replay(pushed, popped, possible, done, depths):
@@ -109,12 +136,17 @@ def replay(pushed, popped, possible, done, depths):
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--batch", type=int, default=1024)
-    ap.add_argument("--steps", type=int, default=2000)
+    ap.add_argument("--batch", type=int, default=512)
+    ap.add_argument("--steps", type=int, default=1000)
     args = ap.parse_args()
     depths = [1, 2, 4, 8, 16, 32]
-    for name, bias in (("uniform", 0.0), ("undo-greedy", 0.5)):
-        rec = rollout(args.batch, args.steps, bias, seed=11)
+    rollout = make_rollout(args.batch, args.steps)
+    for name, bias, stress in (
+        ("uniform", 0.0, False),
+        ("undo-greedy", 0.5, False),
+        ("undo-stress", 0.5, True),
+    ):
+        rec = rollout(bias, stress, seed=11)
         s = replay(*rec, depths)
         print(
             f"policy {name}: {s['steps']:,} steps, ~{s['episodes']:,} episodes, "

@@ -62,9 +62,12 @@ def push_snapshot(state: EnvState, enabled: jax.Array | bool = True) -> EnvState
     enabled = jnp.asarray(enabled, jnp.bool_)
     snap = take_snapshot(state)
     slot = hist.top
-    stacked = jax.tree.map(
-        lambda buf, x: buf.at[slot].set(jnp.where(enabled, x, buf[slot])), hist.snapshots, snap
-    )
+
+    def write(buf, x):
+        old = jax.lax.dynamic_index_in_dim(buf, slot, keepdims=False)
+        return jax.lax.dynamic_update_index_in_dim(buf, jnp.where(enabled, x, old), slot, 0)
+
+    stacked = jax.tree.map(write, hist.snapshots, snap)
     full = hist.size >= HISTORY_DEPTH
     inc = enabled.astype(jnp.int32)
     hist = History(
@@ -89,7 +92,9 @@ def pop_snapshot(state: EnvState) -> tuple[EnvState, Snapshot]:
     """
     hist = state.history
     slot = (hist.top - 1) % HISTORY_DEPTH
-    snap = jax.tree.map(lambda buf: buf[slot], hist.snapshots)
+    snap = jax.tree.map(
+        lambda buf: jax.lax.dynamic_index_in_dim(buf, slot, keepdims=False), hist.snapshots
+    )
     size = jnp.maximum(hist.size - 1, 0)
     hist = hist.replace(top=slot.astype(jnp.int32), size=size.astype(jnp.int32))
     diverged = (size == 0) & (hist.lost > 0)

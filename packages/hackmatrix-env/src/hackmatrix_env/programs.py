@@ -74,6 +74,21 @@ PROGRAM_SETS_FLAG[P.SHOW, 0] = True
 PROGRAM_SETS_FLAG[P.CALM, 1] = True
 PROGRAM_SETS_FLAG[P.STEP, 2] = True
 
+# All per-program rows in one int32 table, so run_program does a single lookup:
+# [cost C, cost E, hit map, hit fixed 1, sweeps, 5 gains, 3 flags].
+_T_COST, _T_HIT, _T_FIXED, _T_SWEEP, _T_GAIN, _T_FLAG = 0, 2, 3, 4, 5, 10
+PROGRAM_TABLE = np.concatenate(
+    [
+        PROGRAM_COST,
+        PROGRAM_HIT_MAP[:, None],
+        PROGRAM_HIT_FIXED_ONE[:, None],
+        PROGRAM_SWEEPS[:, None],
+        PROGRAM_GAIN,
+        PROGRAM_SETS_FLAG,
+    ],
+    axis=1,
+).astype(np.int32)
+
 _ROWS, _COLS = np.indices((GRID_SIZE, GRID_SIZE))
 _EARLIER_E = np.tril(np.ones((MAX_ENEMIES, MAX_ENEMIES), bool), k=-1)  # [i, j]: j before i
 _EARLIER_T = np.tril(np.ones((MAX_TRANSMISSIONS, MAX_TRANSMISSIONS), bool), k=-1)
@@ -320,6 +335,11 @@ def _compact_transmissions(t: Transmissions, keep: jax.Array) -> Transmissions:
     )
 
 
+def _row(x: jax.Array, i: jax.Array) -> jax.Array:
+    """x[i] for a non-negative traced i (no negative-index handling ops)."""
+    return jax.lax.dynamic_index_in_dim(x, i, keepdims=False)
+
+
 def _select_tree(pred: jax.Array, on_true, on_false):
     return jax.tree.map(lambda a, b: jnp.where(pred, a, b), on_true, on_false)
 
@@ -341,6 +361,7 @@ def run_program(
     """
     seed = rng_seed(key)  # one threefry draw; WARP and POLY read the hash stream
     p = jnp.clip(jnp.asarray(prog_idx, jnp.int32), 0, NUM_PROGRAMS - 1)
+    row = _row(jnp.asarray(PROGRAM_TABLE), p)  # int32[13]: this program's table row
     is_ = lambda prog: p == prog  # noqa: E731
     e, t, g, pl = state.enemies, state.transmissions, state.grid, state.player
     i32 = jnp.int32
@@ -365,8 +386,8 @@ def run_program(
     pick_enemy = k < n_e
     dest = jnp.where(
         pick_enemy,
-        epos[jnp.clip(k, 0, MAX_ENEMIES - 1)],
-        tpos[jnp.clip(k - n_e, 0, MAX_TRANSMISSIONS - 1)],
+        _row(epos, jnp.clip(k, 0, MAX_ENEMIES - 1)),
+        _row(tpos, jnp.clip(k - n_e, 0, MAX_TRANSMISSIONS - 1)),
     )
     dest_cell = dest[0] * GRID_SIZE + dest[1]
     warp_e = e.alive & (ecell == dest_cell) & pick_enemy
@@ -389,9 +410,10 @@ def run_program(
     )
 
     # HIT(amount) + stun on the program's hit map (DEBUG, ROW, COL, HACK, ANTI-V, D_BOM splash).
-    hit_row = jnp.asarray(PROGRAM_HIT_MAP)[p]
-    hit = _hit_maps(state, epos[d_idx])[jnp.maximum(hit_row, 0)] & (hit_row >= 0) & ~erase_e
-    amount = jnp.where(jnp.asarray(PROGRAM_HIT_FIXED_ONE)[p], 1, pl.attack.astype(i32))
+    hit_row = row[_T_HIT]
+    hit_maps = _hit_maps(state, _row(epos, d_idx))
+    hit = _row(hit_maps, jnp.maximum(hit_row, 0)) & (hit_row >= 0) & ~erase_e
+    amount = jnp.where(row[_T_FIXED] > 0, 1, pl.attack.astype(i32))
     hp = e.hp.astype(i32)
     hp_hit = jnp.where(hit, jnp.maximum(hp - amount, 0), hp)
 
@@ -412,7 +434,7 @@ def run_program(
     new_epos = jnp.where(is_(P.PUSH) | is_(P.PULL), moved, epos)
 
     # SWEEP (§1.4): remove hp <= 0 (programs that end with it), count non-scheduled.
-    dead = e.alive & ~erase_e & jnp.asarray(PROGRAM_SWEEPS)[p] & (new_hp <= 0)
+    dead = e.alive & ~erase_e & (row[_T_SWEEP] > 0) & (new_hp <= 0)
     kills = (erase_kills + jnp.sum(dead & ~e.from_task)).astype(i32)
     enemies = Enemies(
         kind=new_kind.astype(jnp.int8),
@@ -456,9 +478,9 @@ def run_program(
     )
 
     # Player and flags: cost first (§3 step 3), then the table-driven gains.
-    cost = jnp.asarray(PROGRAM_COST)[p]
-    gain = jnp.asarray(PROGRAM_GAIN)[p]
-    flags = jnp.asarray(PROGRAM_SETS_FLAG)[p]
+    cost = row[_T_COST : _T_COST + 2]
+    gain = row[_T_GAIN : _T_GAIN + 5]
+    flags = row[_T_FLAG : _T_FLAG + 3] > 0
     stage_points = NUM_STAGES - state.stage.astype(i32)
     attack = pl.attack.astype(i32) + gain[2]
     player = pl.replace(
