@@ -213,3 +213,23 @@ def test_cross_stage_undo_quirk():
     # although the restored exit *cell* is (5,5).
     _, _, exit_reached = run(u, "warp")
     assert not exit_reached
+
+
+def test_run_program_on_stripped_state_with_top_snapshot():
+    """Sparse-evaluation path: no buffer in the state, the newest snapshot passed in."""
+    from hackmatrix_env.history import peek_snapshot
+    from hackmatrix_env.programs import run_program
+
+    s = make_state((0, 0), credits=3, energy=2, owned=["undo", "push"], enemies=[("virus", (2, 2))])
+    s = _push(_push(s.replace(turn=jnp.int32(1))).replace(turn=jnp.int32(2)))
+    s, _, _ = run(s, "push")
+    stripped = s.replace(history=s.history.replace(snapshots=None))
+    for prog in (9, 0):  # UNDO, PUSH
+        full, k1, e1 = jax.jit(run_program)(jax.random.key(3), s, jnp.int32(prog))
+        light, k2, e2 = jax.jit(run_program)(
+            jax.random.key(3), stripped, jnp.int32(prog), peek_snapshot(s)
+        )
+        assert light.history.snapshots is None
+        full = full.replace(history=full.history.replace(snapshots=None))
+        assert trees_equal(full, light) and int(k1) == int(k2) and bool(e1) == bool(e2)
+    assert int(light.history.size) == 2

@@ -84,21 +84,33 @@ def has_snapshot(state: EnvState) -> jax.Array:
     return state.history.size > 0
 
 
-def pop_snapshot(state: EnvState) -> tuple[EnvState, Snapshot]:
-    """Remove and return the newest snapshot. Callers must check ``has_snapshot``.
+def peek_snapshot(state: EnvState) -> Snapshot:
+    """The newest snapshot, read from one slot (garbage when the ring is empty)."""
+    hist = state.history
+    slot = (hist.top - 1) % HISTORY_DEPTH
+    return jax.tree.map(
+        lambda buf: jax.lax.dynamic_index_in_dim(buf, slot, keepdims=False), hist.snapshots
+    )
+
+
+def drop_snapshot(state: EnvState) -> EnvState:
+    """Remove the newest snapshot: ring counters only, the buffer is not read or written.
 
     Sets ``overflow`` when this pop empties a ring that has dropped snapshots:
     from then on the reference's UNDO mask would be True where ours is False.
+    Works on a state whose ``history.snapshots`` was stripped (None).
     """
     hist = state.history
     slot = (hist.top - 1) % HISTORY_DEPTH
-    snap = jax.tree.map(
-        lambda buf: jax.lax.dynamic_index_in_dim(buf, slot, keepdims=False), hist.snapshots
-    )
     size = jnp.maximum(hist.size - 1, 0)
     hist = hist.replace(top=slot.astype(jnp.int32), size=size.astype(jnp.int32))
     diverged = (size == 0) & (hist.lost > 0)
-    return state.replace(history=hist, overflow=state.overflow | diverged), snap
+    return state.replace(history=hist, overflow=state.overflow | diverged)
+
+
+def pop_snapshot(state: EnvState) -> tuple[EnvState, Snapshot]:
+    """Remove and return the newest snapshot. Callers must check ``has_snapshot``."""
+    return drop_snapshot(state), peek_snapshot(state)
 
 
 def restore_snapshot(state: EnvState, snap: Snapshot) -> EnvState:

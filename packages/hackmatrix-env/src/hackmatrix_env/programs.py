@@ -41,9 +41,9 @@ from hackmatrix_env.constants import (
     EnemyKind,
     Program,
 )
-from hackmatrix_env.history import has_snapshot, pop_snapshot, restore_snapshot
+from hackmatrix_env.history import drop_snapshot, has_snapshot, peek_snapshot, restore_snapshot
 from hackmatrix_env.placement import hash_bits, rng_seed
-from hackmatrix_env.types import Enemies, EnvState, Grid, Transmissions
+from hackmatrix_env.types import Enemies, EnvState, Grid, Snapshot, Transmissions
 
 P = Program
 _I8_MAX = 127
@@ -348,7 +348,10 @@ def _select_tree(pred: jax.Array, on_true, on_false):
 
 
 def run_program(
-    key: jax.Array, state: EnvState, prog_idx: jax.Array
+    key: jax.Array,
+    state: EnvState,
+    prog_idx: jax.Array,
+    top_snapshot: Snapshot | None = None,
 ) -> tuple[EnvState, jax.Array, jax.Array]:
     """Pay the cost, then apply the effect of program ``prog_idx`` (programs.md §3-§4).
 
@@ -358,6 +361,11 @@ def run_program(
 
     Returns (state, kills int32[], exit_reached bool[]); exit_reached is WARP
     landing on ``exit_pos`` (the caller completes the stage, rules §9).
+
+    ``top_snapshot`` (``history.peek_snapshot(state)``) lets a caller run this
+    on a state whose snapshot buffer was stripped (``history.snapshots=None``),
+    e.g. inside sparse evaluation: UNDO then restores from it and only the ring
+    counters are updated. The buffer is never written here either way.
     """
     seed = rng_seed(key)  # one threefry draw; WARP and POLY read the hash stream
     p = jnp.clip(jnp.asarray(prog_idx, jnp.int32), 0, NUM_PROGRAMS - 1)
@@ -505,7 +513,8 @@ def run_program(
     )
 
     # UNDO (§4.10, rules §11.3): pop and restore; the restore overwrites the paid credit.
-    popped, snap = pop_snapshot(state)
+    snap = peek_snapshot(state) if top_snapshot is None else top_snapshot
+    popped = drop_snapshot(state)
     restored = restore_snapshot(popped, snap)
     is_undo = is_(P.UNDO)
     undo_fields = dict(
