@@ -108,10 +108,10 @@ class HackMatrixJumanji(Environment[State, specs.DiscreteArray, Observation]):
             truncated = game.time >= self.max_steps
         timestep = jax.lax.cond(
             terminated,
-            lambda: termination(reward, obs, extras, dtype=jnp.float32),
+            lambda: termination(reward, obs, extras=extras, dtype=jnp.float32),
             lambda: jax.lax.cond(
                 truncated,
-                lambda: truncation(reward, obs, extras, dtype=jnp.float32),
+                lambda: truncation(reward, obs, extras=extras, dtype=jnp.float32),
                 lambda: transition(reward, obs, extras=extras, dtype=jnp.float32),
             ),
         )
