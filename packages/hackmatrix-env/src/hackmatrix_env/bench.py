@@ -5,8 +5,8 @@
 
 For each batch size it prints the compile time and the env steps per second
 of a random *masked* policy under ``jit(scan(vmap(env.step)))`` with gymnax
-auto-reset, then the cost of ``jit(vmap(reset))`` alone and of the step
-without auto-reset (``step_env``), so the reset's share is visible.
+auto-reset, then the cost of ``jit(vmap(reset))`` alone; ``--no-reset`` also
+times the step without auto-reset (``step_env``), so the reset's share is visible.
 """
 
 from __future__ import annotations
@@ -69,7 +69,9 @@ def _time(fn, *args, repeats: int) -> float:
     return best
 
 
-def bench_env(num_envs_list: list[int], steps: int, repeats: int, seed: int) -> None:
+def bench_env(
+    num_envs_list: list[int], steps: int, repeats: int, seed: int, no_reset: bool = False
+) -> None:
     env = HackMatrix()
     params = env.default_params
     print(
@@ -85,7 +87,7 @@ def bench_env(num_envs_list: list[int], steps: int, repeats: int, seed: int) -> 
         reset_c = reset_batch.lower(keys, params).compile()
         reset_compile = time.perf_counter() - t0
         obs, state = reset_c(keys, params)
-        for auto_reset in (True, False):
+        for auto_reset in (True, False) if no_reset else (True,):
             rollout = make_rollout(env, num_envs, steps, auto_reset)
             t0 = time.perf_counter()
             compiled = rollout.lower(obs, state, key).compile()
@@ -115,11 +117,14 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--steps", type=int, default=64, help="steps per timed call (scan length)")
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--no-reset", action="store_true", help="also time step_env alone (no auto-reset)"
+    )
     args = parser.parse_args(argv)
     if any(n < 1 for n in args.num_envs) or args.steps < 1 or args.repeats < 1:
         parser.error("--num-envs, --steps and --repeats must be positive")
     if args.what == "env":
-        bench_env(args.num_envs, args.steps, args.repeats, args.seed)
+        bench_env(args.num_envs, args.steps, args.repeats, args.seed, args.no_reset)
 
 
 if __name__ == "__main__":
