@@ -15,7 +15,9 @@ import time
 from pathlib import Path
 
 
-def bench_one(num_envs: int, updates: int, network: str, num_steps: int, env_name: str) -> dict:
+def bench_one(
+    num_envs: int, updates: int, network: str, num_steps: int, env_name: str, warmup: int = 1
+) -> dict:
     import jax
 
     from hackmatrix_train.config import TrainConfig, plan
@@ -40,8 +42,9 @@ def bench_one(num_envs: int, updates: int, network: str, num_steps: int, env_nam
     trainer.compile(runner)
     t_compile = time.perf_counter() - t0
     t0 = time.perf_counter()
-    runner, m = trainer.run_chunk(runner, 1)
-    jax.block_until_ready((runner, m))
+    if warmup:
+        runner, m = trainer.run_chunk(runner, warmup)
+        jax.block_until_ready((runner, m))
     t_warm = time.perf_counter() - t0
     t0 = time.perf_counter()
     runner, m = trainer.run_chunk(runner, updates)
@@ -57,7 +60,8 @@ def bench_one(num_envs: int, updates: int, network: str, num_steps: int, env_nam
         "devices": trainer.num_devices,
         "init_seconds": round(t_init, 2),
         "compile_seconds": round(t_compile, 2),
-        "warmup_update_seconds": round(t_warm, 3),
+        "warmup_updates": warmup,
+        "warmup_seconds": round(t_warm, 3),
         "timed_updates": updates,
         "timed_env_steps": steps,
         "seconds": round(dt, 3),
@@ -72,6 +76,7 @@ def main(argv=None) -> int:
     p.add_argument("--updates", type=int, default=5, help="timed updates per setting")
     p.add_argument("--network", nargs="+", default=["mlp"], choices=["mlp", "grid"])
     p.add_argument("--env", default="hackmatrix", choices=["hackmatrix", "probe"])
+    p.add_argument("--warmup", type=int, default=1, help="untimed updates after compiling")
     p.add_argument("--json", default=None)
     args = p.parse_args(argv)
     import jax
@@ -85,7 +90,7 @@ def main(argv=None) -> int:
     print(hdr)
     for net in args.network:
         for n in args.num_envs:
-            r = bench_one(n, args.updates, net, args.num_steps, args.env)
+            r = bench_one(n, args.updates, net, args.num_steps, args.env, args.warmup)
             rows.append(r)
             print(
                 f"{net:>7} {n:>6} {r['num_minibatches']:>3} {r['update_epochs']:>3} "
