@@ -194,37 +194,50 @@ def enemy_next_cell(
     """
     pos = pos.astype(jnp.int32)
     player = player.astype(jnp.int32)
-    cells, inb = neighbour_cells(pos)
     goal = bits_of_cell(player)
-    can_path = has_bit(passable, player) & jnp.any(pos != player)
+    can_path = has_bit(passable, player) & ((pos[0] != player[0]) | (pos[1] != player[1]))
+    usable = _andnot(passable, occupied)
 
-    nb_bits = jax.vmap(bits_of_cell)(cells, inb)  # (int32[4], int32[4])
-    nb_pass = ((nb_bits[0] & passable[0]) | (nb_bits[1] & passable[1])) != 0  # bool[4]
-    nb_occ = ((nb_bits[0] & occupied[0]) | (nb_bits[1] & occupied[1])) != 0
-    free = nb_pass & ~nb_occ  # usable in tier 1 and tier 3
+    # Per direction (4 static items, canonical order): neighbour cell, its bit, flags.
+    cells, bits, free, occ = [], [], [], []
+    for dr, dc in DIR_OFFSETS.tolist():
+        r, c = pos[0] + dr, pos[1] + dc
+        b = bits_of_cell(jnp.stack([r, c]))
+        cells.append((r, c))
+        bits.append(b)
+        occ.append(((b[0] & occupied[0]) | (b[1] & occupied[1])) != 0)
+        free.append(((b[0] & usable[0]) | (b[1] & usable[1])) != 0)
 
     # Tier 1: shortest path avoiding Occ.
     targets = (
-        jnp.sum(jnp.where(free, nb_bits[0], 0)),  # distinct cells: sum == or
-        jnp.sum(jnp.where(free, nb_bits[1], 0)),
+        sum(jnp.where(f, b[0], 0) for f, b in zip(free, bits, strict=True)),
+        sum(jnp.where(f, b[1], 0) for f, b in zip(free, bits, strict=True)),
     )
-    hit = first_layer_hit(_andnot(passable, occupied), goal, targets, MAX_LAYERS - 1)
-    hit_dir = ((nb_bits[0] & hit[0]) | (nb_bits[1] & hit[1])) != 0  # bool[4]
-    tier1 = can_path & jnp.any(hit_dir)
-    dir1 = jnp.argmax(hit_dir)
-
-    # Tier 2: shortest path ignoring occupancy; nothing if that step is occupied.
-    dir2 = jnp.minimum(tier2_dir, NUM_DIRECTIONS - 1)
-    tier2 = (tier2_dir < NUM_DIRECTIONS) & ~nb_occ[dir2]
+    hit = first_layer_hit(usable, goal, targets, MAX_LAYERS - 1)
+    hits = [((b[0] & hit[0]) | (b[1] & hit[1])) != 0 for b in bits]
 
     # Tier 3: greedy Manhattan step among free neighbours, even away from t.
-    manhattan = jnp.sum(jnp.abs(cells - player[None]), axis=-1)
-    dir3 = jnp.argmin(jnp.where(free, manhattan, 1000))
-    tier3 = jnp.any(free)
+    dist3 = [
+        jnp.where(f, jnp.abs(r - player[0]) + jnp.abs(c - player[1]), 1000)
+        for f, (r, c) in zip(free, cells, strict=True)
+    ]
+    best3 = jnp.minimum(jnp.minimum(dist3[0], dist3[1]), jnp.minimum(dist3[2], dist3[3]))
 
-    d = jnp.where(tier1, dir1, jnp.where(tier2, dir2, dir3))
-    moves = tier1 | tier2 | tier3
-    return jnp.where(moves, cells[d], pos)
+    # Choose: tier 1, else tier 2 (nothing if its step is occupied), else tier 3;
+    # within a tier the first canonical direction wins (scan from the last).
+    tier1 = can_path & (hits[0] | hits[1] | hits[2] | hits[3])
+    tier2 = (tier2_dir < NUM_DIRECTIONS) & ~jnp.select(
+        [tier2_dir == d for d in range(NUM_DIRECTIONS)], occ, True
+    )
+    tier3 = free[0] | free[1] | free[2] | free[3]
+    row, col = pos[0], pos[1]
+    for d in reversed(range(NUM_DIRECTIONS)):
+        take = jnp.where(
+            tier1, hits[d], jnp.where(tier2, tier2_dir == d, tier3 & free[d] & (dist3[d] == best3))
+        )
+        row = jnp.where(take, cells[d][0], row)
+        col = jnp.where(take, cells[d][1], col)
+    return jnp.stack([row, col])
 
 
 def _shift(bits: Bits, d: int) -> Bits:
