@@ -162,10 +162,10 @@ def plot_curves(rows: list[dict], rand: dict, path: Path, title: str) -> None:
     for ax, keys, label, baseline in panels:
         for key, name in keys:
             t = series(key)
-            ax.plot(x, np.nanmean(t, 0), label=f"{name} (mean of {len(seeds)} seeds)")
+            ax.plot(x, np.nanmean(t, 0), label=f"{name}, training episodes ({len(seeds)} seeds)")
             ax.fill_between(x, np.nanmin(t, 0), np.nanmax(t, 0), alpha=0.25)
         if baseline is not None:
-            ax.axhline(baseline, color="gray", ls="--", label="random masked policy")
+            ax.axhline(baseline, color="gray", ls="--", label="random masked policy (eval)")
         ax.set_xlabel("env steps (M)")
         ax.set_ylabel(label)
         ax.grid(alpha=0.3)
