@@ -114,3 +114,44 @@ def test_transmission_compaction_matches_list_filter(data):
         got = np.asarray(getattr(out, name))
         np.testing.assert_array_equal(got[:k], np.asarray(getattr(host, name))[src], err_msg=name)
         assert not got[k:].any(), name
+
+
+def _scenario_states():
+    from conftest import make_state
+    from hackmatrix_env.constants import PROGRAM_NAMES
+
+    common = dict(credits=20, energy=20, owned=list(PROGRAM_NAMES))
+    return [
+        make_state((2, 2), enemies=[("virus", (2, 4)), ("daemon", (3, 3), 1)], **common),
+        make_state(
+            (0, 0), enemies=[("glitch", (1, 1))], transmissions=[("virus", (4, 4))], **common
+        ),
+        make_state(
+            (5, 0),
+            enemies=[("cryptog", (5, 3)), ("virus", (5, 3))],
+            blocks=[("data", (4, 1))],
+            **common,
+        ),
+    ]
+
+
+def test_vmap_matches_single_calls_and_jit_matches_eager():
+    from hackmatrix_env.programs import run_program
+    from programs_testlib import trees_equal
+
+    states = _scenario_states()
+    progs = [0, 3, 4, 2, 16, 7]  # PUSH, WARP, POLY, CRASH, D_BOM, ROW
+    single = jax.jit(run_program)
+    batched = jax.jit(jax.vmap(run_program))
+    for p in progs:
+        keys = jax.random.split(jax.random.key(p), len(states))
+        stacked = jax.tree.map(lambda *x: jnp.stack(x), *states)
+        out_b = batched(keys, stacked, jnp.full(len(states), p, jnp.int32))
+        for i, s in enumerate(states):
+            out_s = single(keys[i], s, jnp.int32(p))
+            assert trees_equal(jax.tree.map(lambda x, i=i: x[i], out_b), out_s), (p, i)
+    # jit vs eager on one state and the random programs.
+    for p in (3, 4):
+        with jax.disable_jit():
+            eager = run_program(jax.random.key(5), states[0], jnp.int32(p))
+        assert trees_equal(eager, single(jax.random.key(5), states[0], jnp.int32(p)))
