@@ -72,14 +72,17 @@ def hatch_transmissions(state: EnvState) -> EnvState:
     )
 
 
-def processing_rank(key: jax.Array) -> jax.Array:
+def processing_rank(key: jax.Array, first: jax.Array) -> jax.Array:
     """int8[E]: each slot's position in a uniform random processing order (rules §7.4).
 
-    Ranks come from 32-bit random keys (ties broken by slot), computed with
-    E x E comparisons instead of a sort, which is slow on CPU under vmap. The
-    tie probability (about 1e-7 per order) is the only departure from uniform.
+    The slots in ``first`` (bool[E]) take positions 0..n-1 in uniformly random
+    order, the others follow, so a loop over positions can stop after n. Ranks
+    come from 31-bit random keys (ties broken by slot), computed with E x E
+    comparisons instead of a sort, which is slow on CPU under vmap. The tie
+    probability (about 2e-7 per order) is the only departure from uniform.
     """
-    r = jax.random.bits(key, (MAX_ENEMIES,), jnp.uint32)
+    r = jax.random.bits(key, (MAX_ENEMIES,), jnp.uint32) >> 1
+    r = jnp.where(first, r, jnp.uint32(1 << 31))
     j = _SLOTS
     earlier = (r[None, :] < r[:, None]) | ((r[None, :] == r[:, None]) & (j[None, :] < j[:, None]))
     return jnp.sum(earlier, axis=1, dtype=jnp.int32).astype(jnp.int8)
@@ -114,7 +117,10 @@ def move_enemies(key_sub0: jax.Array, key_sub1: jax.Array, state: EnvState) -> E
     tier2_walk = pathfinding.tier2_direction_bits(pass_walk, player)
     tier2_glitch = pathfinding.tier2_direction_bits(pass_glitch, player)
     trans_bits = _pool_bits(state.transmissions.pos, state.transmissions.alive)
-    ranks = jnp.stack([processing_rank(key_sub0), processing_rank(key_sub1)])  # int8[2,E]
+    # Sub-step 0: every alive enemy may act; sub-step 1: only viruses (speed 2).
+    fast = e.alive & (jnp.asarray(ENEMY_SPEED)[kind] > 1)
+    ranks = jnp.stack([processing_rank(key_sub0, e.alive), processing_rank(key_sub1, fast)])
+    counts = jnp.stack([num_alive(e.alive), num_alive(fast)])  # positions that can act
 
     def act(carry, xs):
         cell, attacked, hp, last_known, occ_lo, occ_hi = carry  # cell: int8[E] row*6+col
@@ -174,8 +180,12 @@ def move_enemies(key_sub0: jax.Array, key_sub1: jax.Array, state: EnvState) -> E
         occ[0],
         occ[1],
     )
-    xs = (jnp.repeat(jnp.arange(2, dtype=jnp.int32), MAX_ENEMIES), jnp.tile(_SLOTS, 2))
-    (cell, _, hp, last_known, _, _), _ = lax.scan(act, carry, xs)
+    # Positions past the last enemy that can act are no-ops, so each sub-step loops only
+    # that far (under vmap: to the largest count in the batch, the rest masked).
+    out = carry
+    for s in range(2):  # 2 static sub-steps
+        out = lax.fori_loop(0, counts[s], lambda k, c, s=s: act(c, (jnp.int32(s), k))[0], out)
+    cell, _, hp, last_known, _, _ = out
     # Slots whose value did not change keep their stored pos exactly (dead slots included).
     moved = cell != carry[0]
     seen = last_known != carry[3]
