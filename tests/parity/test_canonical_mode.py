@@ -16,11 +16,11 @@ PROXY = Path(__file__).with_name("canonical_proxy.py")
 
 
 def test_engine_in_canonical_mode(swift_bin):
-    cfg = Config(scenarios=40, steps=10, seed=9, batch=4, num_keys=32)
+    cfg = Config(scenarios=24, steps=8, seed=9, batch=8, num_keys=16)
     with Engine(cfg, command=[sys.executable, str(PROXY), swift_bin]) as eng:
         assert not eng.extensions and not eng.full
         rep = eng.run(random_scenarios(cfg.scenarios, cfg.seed))
     assert rep.mismatches == 0 and rep.swift_errors == 0, dict(rep.mismatch_categories)
-    assert rep.compared > 100
+    assert rep.compared > 60
     # without a full state a random step that no key reproduces ends the scenario
     assert rep.steps["resync"] == rep.scenarios_stopped_hidden

@@ -9,7 +9,7 @@ from hackmatrix_parity import distributions as D
 from hackmatrix_parity.client import SwiftGame
 
 P_MIN = 1e-4  # a fixed threshold: with ~10 tests, a false alarm rate of ~1e-3 per run
-N = 600
+N = 512
 
 
 def test_chi_square_helpers():

@@ -15,21 +15,20 @@ for _mod in ("game", "observation", "mask", "reward"):
 
 from hackmatrix_parity.engine import ACTION_NAMES, Config, Engine, random_scenarios  # noqa: E402
 
-SCENARIOS = int(os.environ.get("PARITY_SCENARIOS", "2000"))
+SCENARIOS = int(os.environ.get("PARITY_SCENARIOS", "150"))
 STEPS = int(os.environ.get("PARITY_STEPS", "20"))
 
 
 @pytest.fixture(scope="module")
 def report(swift_bin):
-    cfg = Config(scenarios=SCENARIOS, steps=STEPS, seed=2024, num_keys=64, batch=8)
+    cfg = Config(scenarios=SCENARIOS, steps=STEPS, seed=2024, num_keys=16, batch=8)
     with Engine(cfg, swift_bin) as eng:
         rep = eng.run(random_scenarios(cfg.scenarios, cfg.seed))
         if rep.failures:
             from hackmatrix_parity.shrink import Shrinker, repro_json
 
-            with Engine(Config(**{**cfg.__dict__, "batch": 1}), swift_bin) as one:
-                for f in rep.failures[:3]:
-                    print(repro_json(Shrinker(one, budget=60).shrink(f)))
+            for f in rep.failures[:3]:
+                print(repro_json(Shrinker(eng, budget=60).shrink(f)))
     return rep
 
 

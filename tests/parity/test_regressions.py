@@ -17,7 +17,7 @@ CASES = sorted(Path(__file__).with_name("regressions").glob("*.json"))
 
 @pytest.fixture(scope="module")
 def engine(swift_bin):
-    with Engine(Config(batch=1, num_keys=64, seed=0), swift_bin) as eng:
+    with Engine(Config(batch=8, num_keys=16, seed=0), swift_bin) as eng:
         yield eng
 
 

@@ -63,7 +63,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--scenarios", type=int, default=200)
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--keys", type=int, default=64, help="JAX keys tried per random step")
+    p.add_argument("--keys", type=int, default=16, help="JAX keys per round (random steps "
+                   "get up to 16 rounds)")  # fmt: skip
     p.add_argument("--batch", type=int, default=8, help="scenarios run in lockstep")
     p.add_argument("--invalid-prob", type=float, default=0.03)
     p.add_argument("--no-full-check", action="store_true", help="skip getFullState comparison")
@@ -86,15 +87,13 @@ def main(argv: list[str] | None = None) -> int:
         if rep.failures and args.shrink > 0:
             from hackmatrix_parity.shrink import Shrinker, repro_json
 
-            one = Config(**{**cfg.__dict__, "batch": 1})
-            with Engine(one, args.swift_bin) as eng1:
-                shrinker = Shrinker(eng1)
-                for f in rep.failures[: args.shrink]:
-                    shrinker.calls = 0
-                    s = shrinker.shrink(f)
-                    shrunk.append(s)
-                    print("\nshrunk repro (paste into tests/parity/regressions/*.json):")
-                    print(repro_json(s))
+            shrinker = Shrinker(eng)  # same engine: no second compilation
+            for f in rep.failures[: args.shrink]:
+                shrinker.calls = 0
+                s = shrinker.shrink(f)
+                shrunk.append(s)
+                print("\nshrunk repro (paste into tests/parity/regressions/*.json):")
+                print(repro_json(s))
             if args.repro_dir is not None:
                 args.repro_dir.mkdir(parents=True, exist_ok=True)
                 for i, s in enumerate(shrunk):

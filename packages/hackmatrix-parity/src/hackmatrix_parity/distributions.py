@@ -222,20 +222,29 @@ def jax_reset_samples(n: int, seed: int) -> list[dict[str, list[Any]]]:
 def jax_step_samples(
     sc: dict[str, Any], action: int, n: int, seed: int,
     outcome: Callable[[dict[str, Any]], list[Any]],
+    batch: int = 8, num_keys: int = 16,
 ) -> list[list[Any]]:  # fmt: skip
+    """``n`` JAX outcomes of one step, all lanes of a shared stepper on the same state."""
     import jax
 
     from hackmatrix_parity import jax_side
 
-    stepper = jax_side.CandidateStepper(1, n)
-    batch = stepper.stack([jax_side.load_scenario(sc)])
-    keys = jax.random.split(jax.random.key(seed), n).reshape(1, n)
-    nxt, _ = stepper.step(batch, np.array([action]), keys)
-    host = jax.device_get(nxt)
-    return [
-        outcome(jax_side.observation_json(jax.tree.map(lambda x, k=k: x[0, k], host)))
-        for k in range(n)
-    ]
+    stepper = jax_side.get_stepper(batch, num_keys)
+    state = jax_side.load_scenario(sc)
+    states = stepper.stack([state] * batch)
+    actions = np.full(batch, action)
+    out: list[list[Any]] = []
+    call = 0
+    while len(out) < n:
+        keys = jax_side.make_keys(seed, call, batch, num_keys)
+        call += 1
+        nxt, _ = stepper.step(states, actions, keys)
+        host = jax.device_get(nxt)
+        for b in range(batch):
+            for k in range(num_keys):
+                if len(out) < n:
+                    out.append(outcome(jax_side.observation_json(jax_side.candidate(host, b, k))))
+    return out
 
 
 def run_distribution_checks(game: SwiftGame, n: int = 1000, seed: int = 0) -> list[DistResult]:

@@ -21,6 +21,7 @@ JAX side steps ``B x K`` candidates in one jitted call. For each step:
 
 from __future__ import annotations
 
+import re
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -52,11 +53,11 @@ class Config:
     scenarios: int = 100
     steps: int = 20
     seed: int = 0
-    num_keys: int = 64
+    num_keys: int = 16
     batch: int = 8
     invalid_prob: float = 0.03
     full_check: bool = True  # compare getFullState on our binary
-    extra_rounds: int = 7  # more K-key rounds for a random step before judging it
+    extra_rounds: int = 15  # more K-key rounds for a random step before judging it
     timeout: float = 20.0
 
 
@@ -152,7 +153,11 @@ def _step_tags(prev: cmp.SwiftStep, sw: cmp.SwiftStep, action: int) -> list[str]
             tags.append("enemy_phase")
         if len(i["enemies"]) > len(pi["enemies"]):
             tags.append("hatch")
-        if pi["pendingSiphonTransmissions"] > 0 and i["pendingSiphonTransmissions"] == 0:
+
+        def n_trans(obs: dict[str, Any]) -> int:
+            return sum("transmission" in cell for row in obs["cells"] for cell in row)
+
+        if action == 4 and n_trans(o) > n_trans(po):
             tags.append("siphon_spawns_placed")
         if (
             i["nextScheduledTaskTurn"] > pi["nextScheduledTaskTurn"]
@@ -190,7 +195,7 @@ class Engine:
         self.cfg = config
         self.swift_bin = swift_bin
         self.command = command
-        self.stepper = jax_side.CandidateStepper(config.batch, config.num_keys)
+        self.stepper = jax_side.get_stepper(config.batch, config.num_keys)
         self.lanes = [self._new_game() for _ in range(config.batch)]
         self.full = config.full_check and self.lanes[0].game.supports_full_state
         self.extensions = self.lanes[0].game.extensions
@@ -315,6 +320,7 @@ class Engine:
                 fulls[b] = full
             keys = jax_side.make_keys(self.cfg.seed, self._tick, self.cfg.batch, self.cfg.num_keys)
             nxt, out = self.stepper.step(batch, actions, keys)
+            nxt_host = jax_side.Candidates(self.stepper, nxt)
             choice = np.zeros(self.cfg.batch, np.int32)
             resync: dict[int, Any] = {}
             finished: list[int] = []
@@ -322,7 +328,7 @@ class Engine:
             pending: dict[int, list[dict[str, np.ndarray]]] = {}
             for b, sw in replies.items():
                 ob = {k: v[b] for k, v in out.items()}
-                k = self._match(b, sw, ob, nxt, fulls[b])
+                k = self._match(b, sw, ob, nxt_host, fulls[b])
                 if k is not None:
                     decisions[b] = ("first_key" if k == 0 else "key_search", k, [], None)
                 else:
@@ -337,18 +343,20 @@ class Engine:
                     self.cfg.num_keys,
                 )  # fmt: skip
                 nxt2, out2 = self.stepper.step(batch, actions, keys)
+                nxt2_host = jax_side.Candidates(self.stepper, nxt2)
                 for b in need:
                     ob = {k: v[b] for k, v in out2.items()}
-                    k = self._match(b, replies[b], ob, nxt2, fulls[b])
+                    k = self._match(b, replies[b], ob, nxt2_host, fulls[b])
                     if k is not None:
-                        decisions[b] = ("key_search", 0, [], self.stepper.take(nxt2, b, k))
+                        found = nxt2_host.full(b, k)
+                        decisions[b] = ("key_search", 0, [], found)
                         del pending[b]
                     else:
                         pending[b].append(ob)
             self._tick += 1
             for b, obs in pending.items():
                 decisions[b] = self._decide(
-                    b, self.lanes[b], replies[b], obs, nxt, fulls[b], report
+                    b, self.lanes[b], replies[b], obs, nxt_host, fulls[b], report
                 )
             for b, sw in replies.items():
                 lane = self.lanes[b]
@@ -422,7 +430,7 @@ class Engine:
         """The first candidate that agrees with Swift on everything, or None."""
         ok = cmp.candidate_ok(cmp.vector_agreement(sw, ob))
         for k in np.flatnonzero(ok)[:4]:
-            host = self.stepper.take(nxt, b, int(k))
+            host = nxt.get(b, int(k))
             if not self._record_diffs(sw, host, full):
                 return int(k)
         return None
@@ -454,8 +462,7 @@ class Engine:
             det["mask"] = np.zeros_like(det["mask"])
         diffs = cmp.vector_diffs(sw, out, 0, only=det)
         # JSON-level: paths on which the first round's candidates all agree.
-        lane_states = self.stepper.lane(nxt, b)
-        cands = [jax.tree.map(lambda x, k=k: x[k], lane_states) for k in range(self.cfg.num_keys)]
+        cands = [nxt.get(b, k) for k in range(self.cfg.num_keys)]
         base = cands[0]
         recs = self._record_diffs(sw, base, full)
         varying: set[str] = set()
@@ -471,8 +478,19 @@ class Engine:
                     varying.add(d.path)
         random_prefixes = ("obs.cells", "obs.cryptogHints", "full.cells", "full.transmissions",
                            "full.exitPos") if stagegen else ()  # fmt: skip
+        # Elements that vary among *all* rounds' candidates mark the JSON parts they encode as
+        # random too (the JSON variation above sees only the first round's K candidates).
+        grid_var = ~det["tensor.grid"] if not stagegen else np.ones((6, 6, 42), bool)
+        ent_var = bool(grid_var[..., 0:7].any() or grid_var[..., 36].any())
+        ent_prefixes = ("internal.enemies", "full.enemies", "full.transmissions",
+                        "obs.cryptogHints")  # fmt: skip
         for d in recs:
             if d.path in varying or d.path.startswith(random_prefixes):
+                continue
+            m = re.match(r"obs\.cells\[(\d)\]\[(\d)\]", d.path)
+            if m and grid_var[int(m.group(1)), int(m.group(2))].any():
+                continue
+            if ent_var and d.path.startswith(ent_prefixes):
                 continue
             if any(d.path.startswith(v + "[") or d.path.startswith(v + ".") for v in varying):
                 continue

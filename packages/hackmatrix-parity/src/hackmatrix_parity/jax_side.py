@@ -121,6 +121,34 @@ def _initial(state):
     }
 
 
+def _slim(states: EnvState) -> EnvState:
+    """The state without its UNDO snapshots (the comparison reads only the history counters)."""
+    return states.replace(history=states.history.replace(snapshots=None))
+
+
+class Candidates:
+    """Host views of stepped candidates, fetched lazily (candidate 0 of every lane at once)."""
+
+    def __init__(self, stepper: CandidateStepper, nxt: EnvState):
+        self.stepper, self.nxt = stepper, nxt
+        self._first: EnvState | None = None
+        self._lanes: dict[int, EnvState] = {}
+
+    def get(self, b: int, k: int) -> EnvState:
+        """Candidate (b, k) without snapshots (enough for every comparison)."""
+        if k == 0:
+            if self._first is None:
+                self._first = jax.device_get(self.stepper._pick0(self.nxt))
+            return jax.tree.map(lambda x: x[b], self._first)
+        if b not in self._lanes:
+            self._lanes[b] = jax.device_get(self.stepper._lane_slim(self.nxt, b))
+        return jax.tree.map(lambda x: x[k], self._lanes[b])
+
+    def full(self, b: int, k: int) -> EnvState:
+        """Candidate (b, k) with its history (to continue from it)."""
+        return self.stepper.take(self.nxt, b, k)
+
+
 class CandidateStepper:
     """Jitted ``B`` lanes x ``K`` keys stepping; compiled once per (B, K)."""
 
@@ -139,6 +167,8 @@ class CandidateStepper:
             lambda batch, b, s: jax.tree.map(lambda x, y: x.at[b].set(y), batch, s)
         )
         self._initial = jax.jit(jax.vmap(_initial))
+        self._pick0 = jax.jit(lambda states: _slim(jax.tree.map(lambda x: x[:, 0], states)))
+        self._lane_slim = jax.jit(lambda states, b: _slim(jax.tree.map(lambda x: x[b], states)))
 
     @staticmethod
     def stack(states: list[EnvState]) -> EnvState:
@@ -163,6 +193,22 @@ class CandidateStepper:
 
     def set_lane(self, batch: EnvState, b: int, state: EnvState) -> EnvState:
         return self._set_lane(batch, b, state)
+
+
+_STEPPERS: dict[tuple[int, int], CandidateStepper] = {}
+
+
+def get_stepper(batch: int, num_keys: int) -> CandidateStepper:
+    """A shared stepper per (B, K): compilation is the dominant cost, so reuse shapes."""
+    key = (int(batch), int(num_keys))
+    if key not in _STEPPERS:
+        _STEPPERS[key] = CandidateStepper(*key)
+    return _STEPPERS[key]
+
+
+def candidate(host_states: EnvState, b: int, k: int) -> EnvState:
+    """Candidate (b, k) of a host copy of the stepped states [B, K, ...] (numpy views)."""
+    return jax.tree.map(lambda x: x[b, k], host_states)
 
 
 def make_keys(seed: int, tick: int, batch: int, num_keys: int) -> jax.Array:

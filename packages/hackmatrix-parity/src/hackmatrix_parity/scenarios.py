@@ -167,6 +167,15 @@ def generate_scenario(rng: np.random.Generator, theme: str | None = None) -> dic
         first_cells = [adj[int(rng.integers(len(adj)))]]
     else:
         first_cells = []
+    if theme in ("programs", "combat") or _maybe(rng, 0.3):
+        # enemies in the player's row and column (ROW/COL/shots), one on a block (DEBUG)
+        row_cells = [x for x in free if x[0] == pos[0]]
+        col_cells = [x for x in free if x[1] == pos[1]]
+        on_blocks = [x for x in block_set if x != pos]
+        for cells in (row_cells, col_cells, on_blocks):
+            if cells and _maybe(rng, 0.7):
+                first_cells.append(cells[int(rng.integers(len(cells)))])
+        ne = max(ne, len(first_cells))
     for i in range(ne):
         if i < len(first_cells):
             cell = first_cells[i]

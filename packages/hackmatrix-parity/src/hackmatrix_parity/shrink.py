@@ -23,8 +23,6 @@ OPTIONAL_PLAYER = ("hp", "credits", "energy", "dataSiphons", "attackDamage", "sc
 
 class Shrinker:
     def __init__(self, engine: Engine, budget: int = 150):
-        if engine.cfg.batch != 1:
-            raise ValueError("the shrinker needs an engine with batch=1")
         self.engine = engine
         self.budget = budget
         self.calls = 0
