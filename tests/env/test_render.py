@@ -12,7 +12,8 @@ def _board_lines(text: str) -> dict[int, str]:
     rows = {}
     for line in text.splitlines():
         parts = line.split(maxsplit=1)
-        if len(parts) == 2 and parts[0].isdigit() and len(line) > 20 and line.startswith("  "):
+        is_header = len(parts) == 2 and parts[1].replace(" ", "").isdigit()  # "0  1 ... 5"
+        if len(parts) == 2 and parts[0].isdigit() and not is_header and line.startswith("  "):
             rows[int(parts[0])] = line
     return rows
 
