@@ -5,7 +5,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
-from conftest import make_state
+from builders import make_state
 from hackmatrix_env import HackMatrix
 from hackmatrix_env.types import blank_state
 

@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import make_state
+from builders import make_state
 from gymnax.environments import environment, spaces
 from hackmatrix_env import EnvParams, HackMatrix, Observation, flatten_observation
 from hackmatrix_env.constants import NUM_REWARD_COMPONENTS, REWARD_COMPONENTS, ActionKind

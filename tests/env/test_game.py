@@ -6,7 +6,7 @@ import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
-from conftest import make_state
+from builders import make_state
 from hackmatrix_env import game
 from hackmatrix_env.constants import Action, ActionKind
 

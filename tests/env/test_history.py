@@ -10,7 +10,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
-from conftest import make_state
+from builders import make_state
 from hackmatrix_env.constants import HISTORY_DEPTH, Content
 from hackmatrix_env.history import has_snapshot, pop_snapshot, push_snapshot, take_snapshot
 from programs_testlib import enemies, enemy_field, mask, player, run, transmissions, trees_equal

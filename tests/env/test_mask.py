@@ -5,7 +5,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
-from conftest import make_state
+from builders import make_state
 from hackmatrix_env import game, mask, programs
 from hackmatrix_env.constants import NUM_ACTIONS
 from hypothesis import given, settings

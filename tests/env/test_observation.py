@@ -12,7 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import make_state, scenario
+from builders import make_state, scenario
 from hackmatrix_env.constants import FLAT_OBS_SIZE
 from hackmatrix_env.observation import flatten_observation, observe
 from hackmatrix_env.scenario import observation_from_json, observation_json, state_from_json

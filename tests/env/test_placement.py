@@ -6,7 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import make_state
+from builders import make_state
 from hackmatrix_env.constants import MAX_TRANSMISSIONS
 from hackmatrix_env.placement import (
     PLACEMENT_SUCCESS,

@@ -7,7 +7,7 @@ from collections import Counter
 import jax
 import jax.numpy as jnp
 import numpy as np
-from conftest import make_state
+from builders import make_state
 from hackmatrix_env.constants import ENEMY_NAMES, EnemyKind
 from programs_testlib import (
     assert_pools_canonical,

@@ -117,7 +117,7 @@ def test_transmission_compaction_matches_list_filter(data):
 
 
 def _scenario_states():
-    from conftest import make_state
+    from builders import make_state
     from hackmatrix_env.constants import PROGRAM_NAMES
 
     common = dict(credits=20, energy=20, owned=list(PROGRAM_NAMES))

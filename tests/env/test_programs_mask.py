@@ -5,7 +5,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import make_state
+from builders import make_state
 from hackmatrix_env.constants import PROGRAM_COST, PROGRAM_NAMES, PROGRAM_SPAWN
 from hackmatrix_env.history import push_snapshot
 from programs_testlib import mask, valid

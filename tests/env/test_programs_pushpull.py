@@ -7,7 +7,7 @@ import itertools
 import jax
 import jax.numpy as jnp
 import numpy as np
-from conftest import make_state
+from builders import make_state
 from hackmatrix_env.constants import MAX_ENEMIES
 from hackmatrix_env.programs import run_program
 from hypothesis import given, settings

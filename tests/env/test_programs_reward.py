@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import make_state
+from builders import make_state
 from hackmatrix_env import game, reward
 from hackmatrix_env.constants import REWARD_COMPONENTS, Action, Content
 from programs_testlib import ACTION, enemies, player

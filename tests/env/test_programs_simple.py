@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import make_state
+from builders import make_state
 from hackmatrix_env.constants import ENEMY_NAMES, PROGRAM_COST, PROGRAM_NAMES
 from hackmatrix_env.programs import is_turn_ending, run_program
 from hypothesis import given, settings

@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import scenario
+from builders import scenario
 from hackmatrix_env import HackMatrix
 from hackmatrix_env.observation import observe
 from hackmatrix_env.scenario import state_from_json

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import jax
 import pytest
-from conftest import make_state
+from builders import make_state
 from hackmatrix_env.render import render_text
 
 

@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import make_state
+from builders import make_state
 from hackmatrix_env import game, reward
 from hackmatrix_env.constants import REWARD_COMPONENTS, Action
 from hackmatrix_env.types import StepEvents, blank_state

@@ -8,7 +8,7 @@ import json
 import jax
 import numpy as np
 import pytest
-from conftest import make_state, scenario
+from builders import make_state, scenario
 from hackmatrix_env.constants import MAX_ENEMIES, MAX_TRANSMISSIONS, BlockKind, Content, Resource
 from hackmatrix_env.scenario import (
     full_state_json,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import jax
 import numpy as np
-from conftest import make_state
+from builders import make_state
 from hackmatrix_env import siphon
 from hackmatrix_env.constants import Content, Program, Resource
 

@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import make_state
+from builders import make_state
 from hackmatrix_env import stage
 from hackmatrix_env.constants import PROGRAM_SPAWN, Content, Resource
 from hackmatrix_env.history import push_snapshot
