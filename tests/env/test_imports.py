@@ -14,6 +14,7 @@ LAYER = {
     "constants": 0,
     "types": 1,
     "board": 1.5,  # base of layer 2: "shared helpers move down to board.py" (style.md §2)
+    "batching": 1.6,  # vmap helpers over board.select_tree, used by layers 3-6
     "pathfinding": 2,
     "placement": 2,
     "history": 2,

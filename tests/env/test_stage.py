@@ -333,40 +333,6 @@ def test_victory_changes_nothing_else():
     assert all(np.array_equal(a, b) for a, b in zip(jax.tree.leaves(out), rest_in, strict=True))
 
 
-# --------------------------------------------------------------------------- compute_where
-
-
-def test_compute_where_equals_dense_select():
-    def fn(x, y):
-        return {"a": x * 3 + y, "b": (x > 2) & (y > 0)}
-
-    batched = jax.jit(jax.vmap(lambda p, x, y, d: stage.compute_where(p, fn, (x, y), d)))
-    x = jnp.arange(16, dtype=jnp.int32)
-    y = jnp.arange(16, dtype=jnp.int32) % 3
-    default = {"a": -jnp.ones(16, jnp.int32), "b": jnp.zeros(16, bool)}
-    for pred in (
-        jnp.zeros(16, bool),
-        jnp.arange(16) % 7 == 3,  # 2 rows: one chunk of 2
-        jnp.arange(16) % 2 == 0,  # 8 rows: four chunks
-        jnp.ones(16, bool),
-    ):
-        got = batched(pred, x, y, default)
-        want = jax.vmap(
-            lambda p, x, y, d: jax.tree.map(lambda u, v: jnp.where(p, u, v), fn(x, y), d)
-        )(pred, x, y, default)
-        assert all(
-            np.array_equal(a, b)
-            for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(want), strict=True)
-        )
-    # unbatched: a plain conditional
-    single = jax.jit(
-        lambda p: stage.compute_where(
-            p, fn, (jnp.int32(4), jnp.int32(1)), {"a": jnp.int32(0), "b": jnp.bool_(False)}
-        )
-    )
-    assert int(single(True)["a"]) == 13 and int(single(False)["a"]) == 0
-
-
 def test_complete_stage_needed_matches_dense():
     s = make_state((5, 5), hp=1, stage=3, enemies=[("virus", (1, 1))])
     batch = jax.tree.map(lambda x: jnp.stack([x] * 8), s)

@@ -5,13 +5,14 @@ sub-steps 0 and 1, each a fresh uniform processing order (§7.4-7.6);
 scheduled task (§7.8); owed siphon spawns (§7.9); status clearing (§7.10);
 snapshot (§7.11). The player's death is not checked here.
 
-Both sub-steps run as one ``lax.scan`` of 2 x MAX_ENEMIES iterations over
-(slot, sub-step) pairs: slot order inside a sub-step is a random permutation
-of all slots; dead slots, skipped enemies and non-viruses in sub-step 1 are
-no-ops. Sub-step 1 does nothing when no virus exists, so S (§7.4) needs no
-explicit branch. Each iteration runs at most one tier-1 BFS (the acting
-enemy's); the tier-2 maps ignore occupancy and are computed once per phase,
-one per pass type (glitch / non-glitch).
+Both sub-steps run as one loop over processing positions: the alive enemies
+of sub-step 0 in a random order, then the viruses of sub-step 1 in a fresh
+one (skipped enemies are no-ops). Sub-step 1 has no positions when no virus
+exists, so S (§7.4) needs no explicit branch. The loop is a
+``batching.ragged_fori_loop``: under ``vmap`` each game loops only as far as
+its own enemy count, not the batch's largest. Each iteration runs at most one
+tier-1 BFS (the acting enemy's); the tier-2 maps ignore occupancy and are
+computed once per phase, one per pass type (glitch / non-glitch).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from hackmatrix_env import history, pathfinding
+from hackmatrix_env.batching import compute_where, ragged_fori_loop
 from hackmatrix_env.board import block_map, compact_transmissions, num_alive, select_tree
 from hackmatrix_env.constants import (
     ENEMY_MAX_HP,
@@ -94,9 +96,9 @@ _READY, _GLITCH, _CRYPTOG, _FAST = 1, 2, 4, 8  # per-slot flag bits in move_enem
 def move_enemies(key_sub0: jax.Array, key_sub1: jax.Array, state: EnvState) -> EnvState:
     """Both movement sub-steps: attack if adjacent, else move (rules §7.4-7.6).
 
-    One scan over (sub-step, position) pairs; the acting slot is the one whose
-    random rank equals the position, picked with a one-hot mask (no sort, no
-    batched gather). Positions are updated immediately (§7.5 step 3). Inside
+    One loop over the positions of sub-step 0 then sub-step 1; the acting slot
+    is the one whose random rank equals the position, picked with a one-hot
+    mask (no sort, no batched gather). Positions are updated immediately (§7.5 step 3). Inside
     the scan cells are int8 indices row * 6 + col and per-slot facts one int8
     bit field, so each iteration touches little memory.
     """
@@ -122,10 +124,28 @@ def move_enemies(key_sub0: jax.Array, key_sub1: jax.Array, state: EnvState) -> E
     ranks = jnp.stack([processing_rank(key_sub0, e.alive), processing_rank(key_sub1, fast)])
     counts = jnp.stack([num_alive(e.alive), num_alive(fast)])  # positions that can act
 
-    def act(carry, xs):
+    consts = (
+        ranks,
+        counts[0],
+        flags,
+        e.alive,
+        player,
+        pass_walk,
+        pass_glitch,
+        tier2_walk,
+        tier2_glitch,
+        trans_bits,
+    )
+
+    def act(t, carry, consts):
         cell, attacked, hp, last_known, occ_lo, occ_hi = carry  # cell: int8[E] row*6+col
-        s, k = xs
-        me = ranks[s] == k.astype(jnp.int8)  # bool[E] one-hot: the slot acting now
+        ranks, count0, flags, alive, player, pass_walk, pass_glitch, tier2_walk, tier2_glitch = (
+            consts[:9]
+        )
+        trans_bits = consts[9]
+        s = (t >= count0).astype(jnp.int32)  # sub-step of position t
+        k = t - s * count0  # position inside the sub-step
+        me = jnp.where(s == 1, ranks[1], ranks[0]) == k.astype(jnp.int8)  # bool[E] one-hot
         here_cell = jnp.sum(jnp.where(me, cell, 0), dtype=jnp.int32)
         f = jnp.sum(jnp.where(me, flags, 0), dtype=jnp.int32)
         was_attacked = jnp.any(me & attacked)
@@ -152,7 +172,7 @@ def move_enemies(key_sub0: jax.Array, key_sub1: jax.Array, state: EnvState) -> E
         new_cell = (new[0] * GRID_SIZE + new[1]).astype(jnp.int8)
 
         # The old cell stays occupied if another alive enemy stands there.
-        others = jnp.any(e.alive & ~me & (cell == here_cell.astype(jnp.int8)))
+        others = jnp.any(alive & ~me & (cell == here_cell.astype(jnp.int8)))
         old_bits = pathfinding.bits_of_cell(here, moved & ~others)
         new_bits = pathfinding.bits_of_cell(new, moved)
         occ_lo = (occ_lo & ~old_bits[0]) | new_bits[0]
@@ -161,7 +181,7 @@ def move_enemies(key_sub0: jax.Array, key_sub1: jax.Array, state: EnvState) -> E
         in_line = (new[0] == player[0]) | (new[1] == player[1])
         seen = ((f & _CRYPTOG) != 0) & moved & in_line  # rules §7.5 step 4
         last_known = jnp.where(me & seen, new_cell, last_known)
-        return (cell, attacked, hp, last_known, occ_lo, occ_hi), None
+        return cell, attacked, hp, last_known, occ_lo, occ_hi
 
     def to_cell(pos):
         pos = pos.astype(jnp.int32)
@@ -180,11 +200,8 @@ def move_enemies(key_sub0: jax.Array, key_sub1: jax.Array, state: EnvState) -> E
         occ[0],
         occ[1],
     )
-    # Positions past the last enemy that can act are no-ops, so each sub-step loops only
-    # that far (under vmap: to the largest count in the batch, the rest masked).
-    out = carry
-    for s in range(2):  # 2 static sub-steps
-        out = lax.fori_loop(0, counts[s], lambda k, c, s=s: act(c, (jnp.int32(s), k))[0], out)
+    # Positions past the last enemy that can act are no-ops, so the loop stops there.
+    out = ragged_fori_loop(counts[0] + counts[1], act, carry, consts)
     cell, _, hp, last_known, _, _ = out
     # Slots whose value did not change keep their stored pos exactly (dead slots included).
     moved = cell != carry[0]
@@ -213,13 +230,11 @@ def run_scheduled_task(key: jax.Array, state: EnvState) -> EnvState:
     return state.replace(next_task_turn=next_turn.astype(jnp.int32))
 
 
-def place_owed_spawns(key: jax.Array, state: EnvState, sparse=None) -> EnvState:
+def place_owed_spawns(key: jax.Array, state: EnvState) -> EnvState:
     """Place the owed siphon transmissions, then owe none (rules §7.9).
 
-    ``sparse`` (optional): a ``compute_where(pred, fn, args, default)`` that under
-    vmap evaluates ``fn`` only for the rows where ``pred`` holds (the env passes
-    ``stage.compute_where``; this layer cannot import it). Owed spawns are rare
-    and the placement scan is long, so this saves most of its cost.
+    Owed spawns are rare and the placement is long, so it runs through
+    ``batching.compute_where``: under vmap only the rows that owe spawns pay.
     """
 
     def place(key, state):
@@ -227,13 +242,10 @@ def place_owed_spawns(key: jax.Array, state: EnvState, sparse=None) -> EnvState:
             key, state, state.pending_siphon_spawns, from_siphon=True, max_count=MAX_TRANSMISSIONS
         )
 
-    if sparse is None:
-        state = place(key, state)
-    else:
-        snapshots = state.history.snapshots
-        light = state.replace(history=state.history.replace(snapshots=None))
-        light = sparse(state.pending_siphon_spawns > 0, place, (key, light), light)
-        state = light.replace(history=light.history.replace(snapshots=snapshots))
+    snapshots = state.history.snapshots
+    light = state.replace(history=state.history.replace(snapshots=None))
+    light = compute_where(state.pending_siphon_spawns > 0, place, (key, light), light)
+    state = light.replace(history=light.history.replace(snapshots=snapshots))
     return state.replace(pending_siphon_spawns=jnp.int32(0))
 
 
@@ -245,12 +257,12 @@ def clear_statuses(state: EnvState) -> EnvState:
 
 
 def run_enemy_phase(
-    key: jax.Array, state: EnvState, active: jax.Array | bool = True, sparse=None
+    key: jax.Array, state: EnvState, active: jax.Array | bool = True
 ) -> tuple[EnvState, jax.Array]:
     """The enemy phase that follows a turn-ending action (rules §7.1-7.11).
 
     ``active`` False returns ``state`` untouched (for callers that select; the
-    history buffer is then not copied). ``sparse``: see ``place_owed_spawns``.
+    history buffer is then not copied).
     Returns (state, ran): ``ran`` is True iff a real (non-skipped) phase ran; a
     skipped phase only clears STEP.
     """
@@ -262,7 +274,7 @@ def run_enemy_phase(
     phased = hatch_transmissions(phased)
     phased = move_enemies(k_order0, k_order1, phased)
     phased = run_scheduled_task(k_sched, phased)
-    phased = place_owed_spawns(k_owed, phased, sparse)
+    phased = place_owed_spawns(k_owed, phased)
     phased = clear_statuses(phased)
 
     out = select_tree(real, phased.replace(history=state.history), state)

@@ -25,7 +25,7 @@ truncated``) with two savings (specs/env-shell.md §4): the UNDO history
 buffer is not selected between the reset and the stepped state (on reset only
 the ring's counters are zeroed: an empty ring is never read), and under
 ``vmap`` the reset is computed only for the envs that are done
-(``stage.compute_where``; dense fallback when more than 1/8 of the batch ends
+(``batching.compute_where``; dense fallback when more than 1/8 of the batch ends
 at once). Results equal the base class's ``step`` exactly, apart from the
 unread snapshot buffer.
 """
@@ -39,6 +39,7 @@ import jax
 import jax.numpy as jnp
 from gymnax.environments import environment, spaces
 
+from hackmatrix_env.batching import compute_where
 from hackmatrix_env.constants import (
     GRID_CHANNELS,
     GRID_SIZE,
@@ -51,7 +52,7 @@ from hackmatrix_env.constants import (
 from hackmatrix_env.game import step_game
 from hackmatrix_env.observation import observe
 from hackmatrix_env.reward import reward_breakdown, total_reward
-from hackmatrix_env.stage import compute_where, reset_game, trim_history
+from hackmatrix_env.stage import reset_game, trim_history
 from hackmatrix_env.types import EnvParams, EnvState, Observation
 
 
@@ -100,7 +101,7 @@ class HackMatrix(environment.Environment[EnvState, EnvParams]):
         truncated = self.is_truncated(state_st, params)
         done = terminated | truncated
         # Auto-reset. The reset is computed only for rows that need it under vmap
-        # (stage.compute_where) and the snapshot buffer is never selected: a fresh
+        # (batching.compute_where) and the snapshot buffer is never selected: a fresh
         # game's ring is empty, so only its counters are reset.
         snapshots = state_st.history.snapshots
         obs, trimmed = compute_where(

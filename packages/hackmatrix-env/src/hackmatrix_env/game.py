@@ -17,13 +17,14 @@ import jax
 import jax.numpy as jnp
 
 from hackmatrix_env import programs
+from hackmatrix_env.batching import compute_where
 from hackmatrix_env.board import select_tree
 from hackmatrix_env.constants import FIRST_PROGRAM, NUM_PROGRAMS, Action, ActionKind
 from hackmatrix_env.enemies import run_enemy_phase
 from hackmatrix_env.movement import resolve_direction
 from hackmatrix_env.reward import shaping_distance
 from hackmatrix_env.siphon import apply_siphon, siphon_quality
-from hackmatrix_env.stage import complete_stage, compute_where
+from hackmatrix_env.stage import complete_stage
 from hackmatrix_env.types import EnvState, StepEvents
 
 
@@ -74,7 +75,7 @@ def step_game(key: jax.Array, state: EnvState, action: jax.Array) -> tuple[EnvSt
     moved, dir_ok, shot, dir_kills, collected, dir_exit = resolve_direction(
         state, jnp.clip(action, 0, Action.RIGHT)
     )
-    light = _strip(state)  # rare branches run sparsely under vmap (stage.compute_where)
+    light = _strip(state)  # rare branches run sparsely under vmap (batching.compute_where)
     siphoned, missed_c, missed_e = compute_where(
         is_siphon,
         lambda s: (apply_siphon(s), *siphon_quality(s)),
@@ -100,7 +101,7 @@ def step_game(key: jax.Array, state: EnvState, action: jax.Array) -> tuple[EnvSt
 
     # §1 steps 5-6: stage completion, or the enemy phase (never both).
     completed = complete_stage(k_stage, acted, needed=exit_reached)
-    phased, ran = run_enemy_phase(k_enemy, acted, active=turn_ending, sparse=compute_where)
+    phased, ran = run_enemy_phase(k_enemy, acted, active=turn_ending)
     after = _select_state(exit_reached, completed.replace(history=phased.history), phased)
     # §1 step 4: a failed action leaves the state untouched (history included: no
     # push happened, turn_ending requires validity).

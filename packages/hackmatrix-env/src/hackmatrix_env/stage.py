@@ -24,13 +24,11 @@ they preserve the reference distribution, are in specs/env-shell.md §3:
 
 from __future__ import annotations
 
-import math
-
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.custom_batching import custom_vmap
 
+from hackmatrix_env.batching import compute_where
 from hackmatrix_env.board import enemy_occupancy_map, select_tree, transmission_map
 from hackmatrix_env.constants import (
     BLOCK_COUNT_MAX,
@@ -56,59 +54,6 @@ from hackmatrix_env.constants import (
 )
 from hackmatrix_env.placement import hash_bits, hash_uniform, place_transmissions_seeded, rng_seed
 from hackmatrix_env.types import EnvParams, EnvState, Grid, blank_state
-
-# --------------------------------------------------------------------------- sparse evaluation
-
-SPARSE_FRACTION = 0.125  # rows computed per batch by compute_where before falling back
-
-
-def compute_where(pred: jax.Array, fn, args: tuple, default):
-    """``where(pred, fn(*args), default)`` leaf by leaf, computing ``fn`` only where needed.
-
-    Unbatched, a ``lax.cond`` skips ``fn`` when ``pred`` is false. Under
-    ``vmap`` (a ``custom_vmap`` rule) the rows with ``pred`` set are gathered
-    (``nonzero``) and processed in chunks of ``ceil(SPARSE_FRACTION * batch)``
-    rows by a fixed-length ``lax.scan`` over the chunks whose body is skipped
-    (``lax.cond`` on an unbatched count) once no needed row is left; results are
-    scattered back. Every row gets exactly ``fn`` of its own arguments, so the
-    result equals the dense ``where`` bit for bit (specs/env-shell.md §4), and
-    ``fn`` is traced once. Used for auto-reset and stage generation, which run on
-    every step under ``vmap`` but are needed by few rows.
-    """
-
-    @custom_vmap
-    def run(pred, args, default):
-        return jax.lax.cond(pred, lambda: select_tree(pred, fn(*args), default), lambda: default)
-
-    @run.def_vmap
-    def run_batched(axis_size, in_batched, pred, args, default):
-        def full(x, batched):
-            return x if batched else jnp.broadcast_to(x, (axis_size, *jnp.shape(x)))
-
-        pred_b, args_b, default_b = in_batched
-        pred = full(pred, pred_b)
-        args = jax.tree.map(full, args, args_b)
-        default = jax.tree.map(full, default, default_b)
-        chunk = max(1, math.ceil(axis_size * SPARSE_FRACTION))
-        n_chunks = math.ceil(axis_size / chunk)
-        count = jnp.sum(pred, dtype=jnp.int32)
-        order = jnp.nonzero(pred, size=n_chunks * chunk, fill_value=0)[0]  # needed rows first
-
-        def one_chunk(result, k):
-            def work(result):
-                idx = jax.lax.dynamic_slice(order, (k * chunk,), (chunk,))
-                live = k * chunk + jnp.arange(chunk) < count
-                rows = jnp.where(live, idx, axis_size)  # axis_size: out of range, dropped
-                out = jax.vmap(lambda a: fn(*a))(jax.tree.map(lambda x: x[idx], args))
-                return jax.tree.map(lambda d, o: d.at[rows].set(o, mode="drop"), result, out)
-
-            return jax.lax.cond(k * chunk < count, work, lambda r: r, result), None
-
-        result, _ = jax.lax.scan(one_chunk, default, jnp.arange(n_chunks, dtype=jnp.int32))
-        return result, jax.tree.map(lambda _: True, result)
-
-    return run(pred, args, default)
-
 
 # --------------------------------------------------------------------------- layout bit encoding
 # Bit k of a layout word <-> NONCORNER[k] (row-major, corners skipped): row 0 holds

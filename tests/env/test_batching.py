@@ -1,0 +1,117 @@
+"""``batching``: the sparse helpers equal their dense definitions row for row."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hackmatrix_env import batching
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+
+def _trees_equal(a, b) -> bool:
+    return all(
+        np.array_equal(x, y) for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True)
+    )
+
+
+def test_compute_where_equals_dense_select():
+    def fn(x, y):
+        return {"a": x * 3 + y, "b": (x > 2) & (y > 0)}
+
+    batched = jax.jit(jax.vmap(lambda p, x, y, d: batching.compute_where(p, fn, (x, y), d)))
+    x = jnp.arange(16, dtype=jnp.int32)
+    y = jnp.arange(16, dtype=jnp.int32) % 3
+    default = {"a": -jnp.ones(16, jnp.int32), "b": jnp.zeros(16, bool)}
+    for pred in (
+        jnp.zeros(16, bool),
+        jnp.arange(16) % 7 == 3,  # 2 rows: one chunk of 2
+        jnp.arange(16) % 2 == 0,  # 8 rows: four chunks
+        jnp.ones(16, bool),
+    ):
+        got = batched(pred, x, y, default)
+        want = jax.vmap(
+            lambda p, x, y, d: jax.tree.map(lambda u, v: jnp.where(p, u, v), fn(x, y), d)
+        )(pred, x, y, default)
+        assert all(
+            np.array_equal(a, b)
+            for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(want), strict=True)
+        )
+    # unbatched: a plain conditional
+    single = jax.jit(
+        lambda p: batching.compute_where(
+            p, fn, (jnp.int32(4), jnp.int32(1)), {"a": jnp.int32(0), "b": jnp.bool_(False)}
+        )
+    )
+    assert int(single(True)["a"]) == 13 and int(single(False)["a"]) == 0
+
+
+# --------------------------------------------------------------------------- ragged_fori_loop
+
+
+def _body(i, carry, consts):
+    """A loop body whose result depends on the trip index, the carry and both consts."""
+    acc, hist = carry
+    scale, table = consts
+    acc = acc * 3 + scale * (i + 1) + table[i % table.shape[0]]
+    hist = hist.at[i % hist.shape[0]].add(acc)
+    return acc, hist
+
+
+def _reference(n, init, consts):
+    return jax.lax.fori_loop(0, n, lambda i, c: _body(i, c, consts), init)
+
+
+_ragged = jax.jit(jax.vmap(lambda n, c, k: batching.ragged_fori_loop(n, _body, c, k)))
+_dense = jax.jit(jax.vmap(_reference))
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    trips=st.lists(st.integers(0, 12), min_size=1, max_size=40),
+    seed=st.integers(0, 2**16),
+)
+def test_ragged_loop_equals_per_row_fori_loop(trips, seed):
+    """Every row gets fori_loop(0, n_row) exactly: any batch size, chunking, order of n."""
+    b = len(trips)
+    rng = np.random.default_rng(seed)
+    n = jnp.asarray(trips, jnp.int32)
+    init = (
+        jnp.asarray(rng.integers(-5, 5, b), jnp.int32),
+        jnp.asarray(rng.integers(0, 3, (b, 4)), jnp.int32),
+    )
+    consts = (
+        jnp.asarray(rng.integers(1, 4, b), jnp.int32),
+        jnp.asarray(rng.integers(0, 9, (b, 5)), jnp.int32),
+    )
+    assert _trees_equal(_ragged(n, init, consts), _dense(n, init, consts))
+
+
+def test_ragged_loop_unbatched_inputs_and_nested_vmap():
+    """Unbatched n / consts are broadcast; a vmap of a vmap (parity's key search) works."""
+    init = (jnp.arange(6, dtype=jnp.int32), jnp.zeros((6, 4), jnp.int32))
+    consts = (jnp.int32(2), jnp.arange(5, dtype=jnp.int32))
+    got = jax.jit(jax.vmap(lambda c: batching.ragged_fori_loop(jnp.int32(7), _body, c, consts)))(
+        init
+    )
+    want = jax.vmap(lambda c: _reference(7, c, consts))(init)
+    assert _trees_equal(got, want)
+
+    n2 = jnp.arange(12, dtype=jnp.int32).reshape(3, 4) % 5
+    init2 = jax.tree.map(lambda x: jnp.stack([x[:4]] * 3), init)
+    nested = jax.jit(
+        jax.vmap(jax.vmap(lambda n, c: batching.ragged_fori_loop(n, _body, c, consts)))
+    )(n2, init2)
+    ref = jax.vmap(jax.vmap(lambda n, c: _reference(n, c, consts)))(n2, init2)
+    assert _trees_equal(nested, ref)
+
+
+@pytest.mark.parametrize("n", [0, 3])
+def test_ragged_loop_unbatched_is_fori_loop(n):
+    init = (jnp.int32(1), jnp.zeros(4, jnp.int32))
+    consts = (jnp.int32(1), jnp.arange(5, dtype=jnp.int32))
+    got = jax.jit(lambda n: batching.ragged_fori_loop(n, _body, init, consts))(jnp.int32(n))
+    assert _trees_equal(got, _reference(n, init, consts))
+    assert n == 0 or int(got[0]) != 1  # the body really ran
