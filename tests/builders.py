@@ -159,3 +159,21 @@ def make_state(player: Pos = (0, 0), **kwargs):
     from hackmatrix_env.scenario import state_from_json
 
     return state_from_json(scenario(player, **kwargs))
+
+
+# --------------------------------------------------------------------------- named spec scenarios
+# ``make_state(**NAME)`` / ``scenario(**NAME)``; tuples, so no test can mutate them.
+
+# interface §4.8 E2: a sub-optimal siphon at (2,2) (data block p=4 at (3,2)); the dominating
+# centre (4,2) would have given 1 more credit and 1 more energy.
+E2_SUBOPTIMAL_SIPHON: dict[str, Any] = {
+    "player": (2, 2),
+    "siphons": 1,
+    "blocks": (("data", (3, 2), 4),),
+    "resources": (
+        ("credits", (2, 1), 2),
+        ("energy", (1, 2), 1),
+        ("credits", (4, 1), 3),
+        ("energy", (5, 2), 2),
+    ),
+}

@@ -6,52 +6,24 @@ programs.md §4.10 with real enemy phases; cross-stage UNDO after a real stage c
 
 from __future__ import annotations
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
 from builders import make_state
-from hackmatrix_env import game, reward
-from hackmatrix_env.constants import REWARD_COMPONENTS, Action, Content
-from programs_testlib import ACTION, enemies, player
-
-IDX = {name: i for i, name in enumerate(REWARD_COMPONENTS)}
-
-
-@jax.jit
-def _step(key, state, action):
-    after, events = game.step_game(key, state, action)
-    bd = reward.reward_breakdown(state, after, events)
-    return after, events, bd, reward.total_reward(bd)
-
-
-def step(state, action, seed=0):
-    a = ACTION[action] if isinstance(action, str) else int(action)
-    return _step(jax.random.key(seed), state, jnp.int32(a))
-
-
-def nonzero(bd):
-    return {n: round(float(bd[i]), 5) for n, i in IDX.items() if abs(float(bd[i])) > 1e-9}
-
-
-def check(bd, total, expected, expected_total):
-    got = nonzero(bd)
-    assert set(got) == set(expected), got
-    for name, value in expected.items():
-        assert got[name] == pytest.approx(value, abs=1e-5), name
-    assert float(total) == pytest.approx(expected_total, abs=1e-4)
+from hackmatrix_env.constants import Action, Content
+from programs_testlib import enemies, player
+from reward_testlib import check_reward, step
 
 
 def test_row_killing_one_virus():
     s = make_state((2, 0), credits=3, energy=1, owned=["row"], enemies=[("virus", (2, 4), 1)])
     after, ev, bd, total = step(s, "row")
-    check(bd, total, {"step_penalty": -0.01, "kills": 0.3, "resource_gain": -0.2}, 0.09)
+    check_reward(bd, total, {"step_penalty": -0.01, "kills": 0.3, "resource_gain": -0.2}, 0.09)
     assert not bool(ev.enemy_phase_ran) and int(after.turn) == 0
 
 
 def test_exch():
     _, _, bd, total = step(make_state((0, 0), credits=4, owned=["exch"]), "exch")
-    check(bd, total, {"step_penalty": -0.01}, -0.01)
+    check_reward(bd, total, {"step_penalty": -0.01}, -0.01)
 
 
 @pytest.mark.parametrize(
@@ -73,21 +45,23 @@ def test_exch():
 def test_reset(hp, expected, total):
     s = make_state((0, 0), hp=hp, energy=4, owned=["reset"])
     after, _, bd, t = step(s, "reset")
-    check(bd, t, expected, total)
+    check_reward(bd, t, expected, total)
     assert int(after.player.hp) == 3
 
 
 def test_siph_plus():
     s = make_state((3, 3), credits=5, owned=["siph+"])
     after, _, bd, total = step(s, "siph+")
-    check(bd, total, {"step_penalty": -0.01, "resource_gain": -0.25}, -0.26)
+    check_reward(bd, total, {"step_penalty": -0.01, "resource_gain": -0.25}, -0.26)
     assert int(after.player.siphons) == 1
 
 
 def test_score_stage_one():
     s = make_state((0, 0), energy=5, owned=["score"])
     _, _, bd, total = step(s, "score")
-    check(bd, total, {"step_penalty": -0.01, "score_gain": 3.5, "resource_gain": -0.25}, 3.24)
+    check_reward(
+        bd, total, {"step_penalty": -0.01, "score_gain": 3.5, "resource_gain": -0.25}, 3.24
+    )
 
 
 def test_crash_shortens_path_gives_shaping():
@@ -102,7 +76,7 @@ def test_crash_shortens_path_gives_shaping():
     )
     _, ev, bd, total = step(s, "crash")
     assert int(ev.dist_before) == 7
-    check(
+    check_reward(
         bd, total, {"step_penalty": -0.01, "distance_shaping": 0.2, "resource_gain": -0.25}, -0.06
     )
 
@@ -114,7 +88,7 @@ def test_warp_onto_exit_completes_stage():
     after, ev, bd, total = step(s, "warp")
     assert bool(ev.exit_reached) and not bool(ev.enemy_phase_ran)
     assert int(after.stage) == 2
-    check(
+    check_reward(
         bd,
         total,
         {
@@ -135,7 +109,9 @@ def test_undo_after_reset_restores_lower_hp():
     assert bool(ev.enemy_phase_ran) and int(s.history.size) == 1
     s, _, _, _ = step(s, "reset")
     after, ev, bd, total = step(s, "undo")
-    check(bd, total, {"step_penalty": -0.01, "resource_gain": 0.2, "damage_penalty": -2.0}, -1.81)
+    check_reward(
+        bd, total, {"step_penalty": -0.01, "resource_gain": 0.2, "damage_penalty": -2.0}, -1.81
+    )
     assert int(after.player.hp) == 1 and int(ev.kills) == 0
 
 

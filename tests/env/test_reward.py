@@ -5,67 +5,32 @@ Every expected total comes from interface §4.8; the step runs through game.step
 
 from __future__ import annotations
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from builders import make_state
-from hackmatrix_env import game, reward
-from hackmatrix_env.constants import REWARD_COMPONENTS, Action
+from builders import E2_SUBOPTIMAL_SIPHON, make_state
+from hackmatrix_env import reward
+from hackmatrix_env.constants import Action
 from hackmatrix_env.types import StepEvents, blank_state
-
-IDX = {name: i for i, name in enumerate(REWARD_COMPONENTS)}
-
-
-@jax.jit
-def _step(key, state, action):
-    after, events = game.step_game(key, state, action)
-    bd = reward.reward_breakdown(state, after, events)
-    return after, events, bd, reward.total_reward(bd)
-
-
-def _run(state, action, seed=0):
-    return _step(jax.random.key(seed), state, jnp.int32(action))
-
-
-def _nonzero(bd):
-    return {n: float(bd[i]) for n, i in IDX.items() if float(bd[i]) != 0.0}
-
-
-def _check(bd, total, expected, expected_total):
-    got = _nonzero(bd)
-    assert set(got) == set(expected), got
-    for name, value in expected.items():
-        assert got[name] == pytest.approx(value, abs=1e-5), name
-    assert float(total) == pytest.approx(expected_total, abs=1e-4)
+from reward_testlib import IDX, check_reward, step
 
 
 def test_e1_plain_move():
-    after, ev, bd, total = _run(make_state((0, 0)), Action.UP)
-    _check(bd, total, {"step_penalty": -0.01, "distance_shaping": 0.05}, 0.04)
+    after, ev, bd, total = step(make_state((0, 0)), Action.UP)
+    check_reward(bd, total, {"step_penalty": -0.01, "distance_shaping": 0.05}, 0.04)
     assert int(ev.dist_before) == 10 and int(after.turn) == 1
 
 
 def test_e2_suboptimal_siphon():
-    s = make_state(
-        (2, 2),
-        siphons=1,
-        blocks=[("data", (3, 2), 4)],
-        resources=[
-            ("credits", (2, 1), 2),
-            ("energy", (1, 2), 1),
-            ("credits", (4, 1), 3),
-            ("energy", (5, 2), 2),
-        ],
-    )
-    after, _ev, bd, total = _run(s, Action.SIPHON)
+    s = make_state(**E2_SUBOPTIMAL_SIPHON)
+    after, _ev, bd, total = step(s, Action.SIPHON)
     expected = {
         "step_penalty": -0.01,
         "score_gain": 2.0,
         "resource_gain": 0.15,
         "siphon_quality": -0.05,
     }
-    _check(bd, total, expected, 2.09)
+    check_reward(bd, total, expected, 2.09)
     # The 4 owed transmissions were placed at the end of the enemy turn.
     assert int(after.turn) == 1 and int(after.pending_siphon_spawns) == 0
     assert int(jnp.sum(after.transmissions.alive)) == 4
@@ -75,8 +40,8 @@ def test_e2_suboptimal_siphon():
 
 def test_e3_long_range_kill():
     s = make_state((3, 3), credits=5, enemies=[("virus", (5, 3), 1)], owned=[16])
-    after, _ev, bd, total = _run(s, Action.UP)
-    _check(bd, total, {"step_penalty": -0.01, "kills": 0.3}, 0.29)
+    after, _ev, bd, total = step(s, Action.UP)
+    check_reward(bd, total, {"step_penalty": -0.01, "kills": 0.3}, 0.29)
     assert int(after.turn) == 1
 
 
@@ -90,7 +55,7 @@ def test_e4_death_to_siphon_enemy_stage3():
         stage=3,
     )
     # WAIT must be valid for this example; skip if the program mask is not in yet.
-    after, ev, bd, total = _run(s, Action.WAIT)
+    after, ev, bd, total = step(s, Action.WAIT)
     if bool(ev.invalid):
         pytest.skip("programs.program_mask does not accept WAIT yet")
     expected = {
@@ -100,13 +65,13 @@ def test_e4_death_to_siphon_enemy_stage3():
         "death_penalty": -1.5,
         "siphon_death_penalty": -10.0,
     }
-    _check(bd, total, expected, -12.56)
+    check_reward(bd, total, expected, -12.56)
     assert bool(ev.died_to_siphon_enemy) and int(after.player.hp) == 0
 
 
 def test_e5a_stage_completion():
     s = make_state((5, 4), hp=2, credits=10, energy=5, stage=2)
-    after, ev, bd, total = _run(s, Action.RIGHT)
+    after, ev, bd, total = step(s, Action.RIGHT)
     expected = {
         "step_penalty": -0.01,
         "stage_completion": 2.0,
@@ -114,28 +79,28 @@ def test_e5a_stage_completion():
         "resource_holding": 0.15,
         "hp_recovery": 1.0,
     }
-    _check(bd, total, expected, 3.19)
+    check_reward(bd, total, expected, 3.19)
     assert bool(ev.exit_reached) and not bool(ev.victory) and not bool(ev.enemy_phase_ran)
     assert int(after.stage) == 3 and int(after.task_interval) == 10 and int(after.turn) == 0
 
 
 def test_e5b_victory():
     s = make_state((5, 4), hp=3, score=10, stage=8)
-    after, ev, bd, total = _run(s, Action.RIGHT)
+    after, ev, bd, total = step(s, Action.RIGHT)
     expected = {
         "step_penalty": -0.01,
         "stage_completion": 64.0,
         "distance_shaping": 0.05,
         "victory": 1500.0,
     }
-    _check(bd, total, expected, 1564.04)
+    check_reward(bd, total, expected, 1564.04)
     assert bool(ev.victory) and int(after.stage) == 8
     assert tuple(int(v) for v in after.player.pos) == (5, 5)
 
 
 def test_invalid_action_all_zero():
     s = make_state((0, 0))
-    _after, ev, bd, total = _run(s, Action.DOWN)
+    _after, ev, bd, total = step(s, Action.DOWN)
     assert bool(ev.invalid) and float(total) == 0.0
     np.testing.assert_array_equal(np.asarray(bd), np.zeros(15, np.float32))
 
@@ -199,7 +164,9 @@ def test_distance_no_path_quirks():
 
 def test_data_siphon_pickup_reward():
     s = make_state((0, 0), resources=[("siphon", (0, 1))])
-    _, ev, bd, total = _run(s, Action.RIGHT)
+    _, ev, bd, total = step(s, Action.RIGHT)
     assert float(bd[IDX["data_siphon"]]) == 1.0 and bool(ev.data_siphon_collected)
     # D0 = 10, D1 = 9 from (0,1)
-    _check(bd, total, {"step_penalty": -0.01, "data_siphon": 1.0, "distance_shaping": 0.05}, 1.04)
+    check_reward(
+        bd, total, {"step_penalty": -0.01, "data_siphon": 1.0, "distance_shaping": 0.05}, 1.04
+    )

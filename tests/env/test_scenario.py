@@ -8,7 +8,7 @@ import json
 import jax
 import numpy as np
 import pytest
-from builders import make_state, scenario
+from builders import E2_SUBOPTIMAL_SIPHON, make_state, scenario
 from hackmatrix_env.constants import MAX_ENEMIES, MAX_TRANSMISSIONS, BlockKind, Content, Resource
 from hackmatrix_env.scenario import (
     full_state_json,
@@ -305,13 +305,7 @@ def _cell(obs, r, c):
 
 
 def test_observation_json_e2_scenario():
-    s = make_state(
-        (2, 2),
-        siphons=1,
-        blocks=[("data", (3, 2), 4)],
-        resources=[("credits", (2, 1), 2), ("energy", (1, 2), 1), ("credits", (4, 1), 3),
-                   ("energy", (5, 2), 2)],
-    )  # fmt: skip
+    s = make_state(**E2_SUBOPTIMAL_SIPHON)
     o = observation_json(s)
     assert set(o) == {
         "playerRow", "playerCol", "playerHP", "credits", "energy", "dataSiphons", "stage",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import jax
 import numpy as np
-from builders import make_state
+from builders import E2_SUBOPTIMAL_SIPHON, make_state
 from hackmatrix_env import siphon
 from hackmatrix_env.constants import Content, Program, Resource
 
@@ -67,17 +67,7 @@ def test_question_block_revealed():
 
 def test_e2_quality():
     # interface §4.8 E2: missedCredits = 1, missedEnergy = 1
-    s = make_state(
-        (2, 2),
-        siphons=1,
-        blocks=[("data", (3, 2), 4)],
-        resources=[
-            ("credits", (2, 1), 2),
-            ("energy", (1, 2), 1),
-            ("credits", (4, 1), 3),
-            ("energy", (5, 2), 2),
-        ],
-    )
+    s = make_state(**E2_SUBOPTIMAL_SIPHON)
     mc, me = _quality(s)
     assert (int(mc), int(me)) == (1, 1)
 
