@@ -181,6 +181,8 @@ def test_plan_minibatch_near_target(envs, steps, devices):
         ({"network": "cnn"}, "--network"),
         ({"num_envs": 0}, "--num-envs"),
         ({"start_stage": 9}, "--start-stage"),
+        ({"start_stage": 3, "start_stage_max": 2}, "--start-stage-max"),
+        ({"start_stage_max": 9}, "--start-stage-max"),
     ],
 )
 def test_validate_errors(kw, msg):

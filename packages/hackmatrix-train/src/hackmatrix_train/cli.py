@@ -76,6 +76,12 @@ def build_parser() -> argparse.ArgumentParser:
     add("--num-layers")
     add("--max-steps-in-episode", help="truncation limit (EnvParams)")
     add("--start-stage", help="curriculum: episodes start at this stage (EnvParams)")
+    add(
+        "--start-stage-max",
+        type=int,
+        help="curriculum: each episode starts at a stage drawn uniformly from "
+        "--start-stage..this (training only; evaluation uses --start-stage)",
+    )
     add("--log-interval", help="updates per jitted chunk / log line")
     add("--no-wandb", action="store_true", help="disable wandb")
     add("--project", help="wandb project")
@@ -106,6 +112,7 @@ def default_run_name(cfg: TrainConfig) -> str:
     name = cfg.run_name or (
         f"ppo-{cfg.network}-{cfg.num_envs}x{cfg.num_steps}-s{cfg.seed}"
         + (f"-stage{cfg.start_stage}" if cfg.start_stage != 1 else "")
+        + (f"-to{cfg.start_stage_max}" if cfg.start_stage_max is not None else "")
     )
     return name + (f"-{cfg.run_suffix}" if cfg.run_suffix else "")
 

@@ -43,6 +43,7 @@ class TrainConfig:
     # env
     max_steps_in_episode: int = 1000
     start_stage: int = 1
+    start_stage_max: int | None = None  # curriculum: resets start uniformly in start..max
     # logging / checkpoints
     log_interval: int = 10  # updates per jitted chunk; log after each chunk
     no_wandb: bool = False
@@ -130,6 +131,11 @@ def validate(cfg: TrainConfig, num_devices: int = 1) -> None:
         raise ValueError("--lr, --clip-eps and --max-grad-norm must be > 0")
     if not 1 <= cfg.start_stage <= 8:
         raise ValueError("--start-stage must be in 1..8")
+    if cfg.start_stage_max is not None and not cfg.start_stage <= cfg.start_stage_max <= 8:
+        raise ValueError(
+            f"--start-stage-max must be in --start-stage ({cfg.start_stage})..8, "
+            f"got {cfg.start_stage_max}"
+        )
 
 
 def plan(

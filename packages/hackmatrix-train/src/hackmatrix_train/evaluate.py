@@ -108,6 +108,7 @@ def summarize(result: dict, program_names=()) -> dict:
             str(s): int(c) for s, c in zip(*np.unique(r["stage"], return_counts=True), strict=True)
         },
         "stage_mean": float(r["stage"].mean()),
+        "stage_3plus_frac": float((r["stage"] >= 3).mean()),
     }
     if actions.shape[1] == 28:
         out["move_frac"] = float(actions[:, :4].sum() / total)

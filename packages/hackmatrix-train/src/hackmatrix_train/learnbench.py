@@ -20,6 +20,10 @@ CURVE_KEYS = (
     "actions/kind_attack_frac", "train/entropy", "train/approx_kl", "train/clip_frac",
     "train/explained_variance", "train/ent_coef",
 )  # fmt: skip
+# Periodic evaluation (--eval-every): the sampled policy on whole episodes of the real game
+# (stage 1, no curriculum), unbiased by the short-episode skew of training returns.
+EVAL_KEYS = ("return_mean", "stage_mean", "stage_3plus_frac", "siphons_per_episode",
+             "programs_per_episode", "length_mean")  # fmt: skip
 
 
 def main(argv=None) -> int:
@@ -30,6 +34,10 @@ def main(argv=None) -> int:
     p.add_argument("--episodes", type=int, default=64, help="evaluation episodes per policy")
     p.add_argument("--out", default="docs/train")
     p.add_argument("--tag", default="default", help="name of this experiment in the outputs")
+    p.add_argument(
+        "--eval-every", type=int, default=0,
+        help="also evaluate the sampled policy (--episodes, stage 1) every N chunks; 0: off",
+    )  # fmt: skip
     args, rest = p.parse_known_args(argv)
     train_args = build_parser().parse_args(rest)
     cfg, explicit = config_from_args(train_args)
@@ -51,8 +59,10 @@ def main(argv=None) -> int:
     max_steps = int(trainer.env_params.max_steps_in_episode)
     # One compiled evaluator (sampled policy). The random masked policy is the same network with
     # all-zero params: logits 0 -> uniform over valid actions (saves a second env compilation).
+    # A curriculum run (--start-stage-max) trains on wrapped resets; evaluate on the bare env.
+    eval_env = getattr(trainer.env, "unwrapped", trainer.env)
     ev_sampled = make_evaluate(
-        trainer.env, trainer.env_params, trainer.network.apply, args.episodes, max_steps, False
+        eval_env, trainer.env_params, trainer.network.apply, args.episodes, max_steps, False
     )
 
     rows, finals = [], []
@@ -76,6 +86,16 @@ def main(argv=None) -> int:
             }
             row.update({k: m.get(k, float("nan")) for k in CURVE_KEYS})
             row["wall_seconds"] = time.perf_counter() - t0
+            chunk = -(-update // cfg.log_interval)
+            if args.eval_every and (chunk % args.eval_every == 0 or update == trainer.num_updates):
+                t_eval = time.perf_counter()
+                ev = summarize(
+                    jax.device_get(ev_sampled(runner.params, jax.random.key(20_000 + chunk))),
+                    names,
+                )
+                row.update({f"eval/{k}": ev[k] for k in EVAL_KEYS})
+                t0 += time.perf_counter() - t_eval  # steps/s and wall time exclude evaluation
+                row["wall_seconds"] = time.perf_counter() - t0
             rows.append(row)
             print(
                 f"seed {seed} update {update}/{trainer.num_updates} steps {row['env_steps']:,} "
@@ -100,8 +120,9 @@ def main(argv=None) -> int:
     rand = summarize(jax.device_get(ev_sampled(zeros, jax.random.key(99))), names)
     print(f"random masked policy: return {rand['return_mean']:.3f}", flush=True)
 
+    fields = list(dict.fromkeys(k for r in rows for k in r))
     with open(out / f"curves_{args.tag}.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w = csv.DictWriter(f, fieldnames=fields, restval="")
         w.writeheader()
         w.writerows(rows)
 
@@ -121,6 +142,7 @@ def main(argv=None) -> int:
         "sampled_stage": agg("sampled", "stage_mean"),
         "sampled_siphons_per_episode": agg("sampled", "siphons_per_episode"),
         "sampled_programs_per_episode": agg("sampled", "programs_per_episode"),
+        "sampled_stage_3plus_frac": agg("sampled", "stage_3plus_frac"),
     }
     (out / f"summary_{args.tag}.json").write_text(json.dumps(summary, indent=1))
     plot_curves(rows, rand, out / f"learning_curve_{args.tag}.png", args.tag)
@@ -144,17 +166,27 @@ def plot_curves(rows: list[dict], rand: dict, path: Path, title: str) -> None:
     def series(key):
         table = np.full((len(seeds), len(steps)), np.nan)
         for r in rows:
-            table[seeds.index(r["seed"]), steps.index(r["env_steps"])] = r[key]
+            if r.get(key, "") != "":
+                table[seeds.index(r["seed"]), steps.index(r["env_steps"])] = r[key]
         return table
 
     fig, axes = plt.subplots(1, 3, figsize=(15, 4))
     x = np.array(steps) / 1e6
+    has_eval = any(r.get("eval/return_mean", "") != "" for r in rows)
+    ret_keys = [("train/episode_return", "PPO, training episodes")]
+    stage_keys = [("stats/mean_stage", "PPO, training episodes")]
+    if has_eval:
+        ret_keys.append(("eval/return_mean", "PPO, eval (stage 1, sampled)"))
+        stage_keys.append(("eval/stage_mean", "PPO, eval (stage 1, sampled)"))
     panels = [
-        (axes[0], [("train/episode_return", "PPO")], "mean episode return", rand["return_mean"]),
-        (axes[1], [("stats/mean_stage", "PPO")], "mean stage reached", rand["stage_mean"]),
+        (axes[0], ret_keys, "mean episode return", rand["return_mean"]),
+        (axes[1], stage_keys, "mean stage reached", rand["stage_mean"]),
         (
             axes[2],
-            [("actions/siphon_frac", "siphon"), ("actions/program_frac", "program")],
+            [
+                ("actions/siphon_frac", "siphon, training"),
+                ("actions/program_frac", "program, training"),
+            ],
             "action fraction",
             None,
         ),
@@ -162,8 +194,12 @@ def plot_curves(rows: list[dict], rand: dict, path: Path, title: str) -> None:
     for ax, keys, label, baseline in panels:
         for key, name in keys:
             t = series(key)
-            ax.plot(x, np.nanmean(t, 0), label=f"{name}, training episodes ({len(seeds)} seeds)")
-            ax.fill_between(x, np.nanmin(t, 0), np.nanmax(t, 0), alpha=0.25)
+            ok = ~np.all(np.isnan(t), 0)
+            ax.plot(
+                x[ok], np.nanmean(t[:, ok], 0), marker="o" if key.startswith("eval/") else None,
+                ms=3, label=f"{name} ({len(seeds)} seeds)",
+            )  # fmt: skip
+            ax.fill_between(x[ok], np.nanmin(t[:, ok], 0), np.nanmax(t[:, ok], 0), alpha=0.25)
         if baseline is not None:
             ax.axhline(baseline, color="gray", ls="--", label="random masked policy (eval)")
         ax.set_xlabel("env steps (M)")

@@ -19,6 +19,7 @@ from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from hackmatrix_train.config import TrainConfig, validate
+from hackmatrix_train.curriculum import StageCurriculum
 from hackmatrix_train.network import make_network
 from hackmatrix_train.ppo import RunnerState, make_optimizer, make_update
 from hackmatrix_train.rollout import NUM_ACTION_KINDS, init_episode_acc
@@ -203,6 +204,8 @@ def make_train(cfg: TrainConfig, env=None, env_params=None, devices=None) -> Tra
             env_params = EnvParams(
                 max_steps_in_episode=cfg.max_steps_in_episode, start_stage=cfg.start_stage
             )
+        if cfg.start_stage_max is not None:
+            env = StageCurriculum(env, cfg.start_stage_max)
     if env_params is None:
         env_params = env.default_params
     return Trainer(cfg, env, env_params, devices)
