@@ -1,12 +1,15 @@
 """The RL observation (interface §3), layer 4.
 
 ``observe(state) -> Observation`` builds the same numbers the original Python
-client builds from the JSON observation (interface §3.7): every normalised
-value comes from a small float32 lookup table computed on the host in float64
-(``k/3``, ``k/5``, ``k/7``, ``k/9``, ``k/10``, ``min(k/50, 1)``), so the
-result is bit-exact on any backend; values outside a table fall back to a
-float32 division, which is exact for the quarter/half scales and correctly
-rounded elsewhere on CPU.
+client builds from the JSON observation (interface §3.7): ``k / d`` computed
+in float64 and stored as float32. For the integers the state can hold
+(int8) and the divisors used (2, 3, 4, 5, 7, 9, 10, 50) a correctly rounded
+float32 division gives exactly that value (checked exhaustively at import:
+``_check_division``), so the grid divides. The player vector, whose int32
+fields can leave that range, reads host tables (float64 quotients) with a
+division fallback outside them. The grid is written in one elementwise pass
+(``grid_features``); the "first entity on the cell" fields are one-hot sums,
+not gathers.
 
 Layout (interface §3.1-3.4):
 
@@ -59,9 +62,26 @@ def _table(divisor: float, cap: float | None = None, size: int = _TABLE_SIZE) ->
 DIV3 = _table(3)
 DIV5 = _table(5)
 DIV7 = _table(7)
-DIV9 = _table(9)
 DIV10 = _table(10)
 DIV50_CAPPED = _table(50, cap=1.0, size=51)
+
+
+def _check_division() -> None:
+    """float32(k) / float32(d) == float32(k / d) for every int8 k and every divisor used."""
+    k = np.arange(-128, 128, dtype=np.float64)
+    for d in (2, 3, 4, 5, 7, 9, 10, 50):
+        exact = (k / d).astype(np.float32)
+        divided = k.astype(np.float32) / np.float32(d)
+        if not np.array_equal(exact, divided):  # pragma: no cover - IEEE-754 guarantees it
+            raise AssertionError(f"float32 division by {d} is not the float64 quotient")
+
+
+_check_division()
+
+
+def _div(value: jax.Array, divisor: float) -> jax.Array:
+    """float32 ``value / divisor``, equal to the float64 quotient rounded (``_check_division``)."""
+    return value.astype(jnp.float32) / jnp.float32(divisor)
 
 
 def _scaled(value: jax.Array, table: np.ndarray, divisor: float) -> jax.Array:
@@ -109,11 +129,18 @@ def owned_programs(state: EnvState) -> jax.Array:
     return jnp.any(hits, axis=0)
 
 
-def _first_at_cells(pos: jax.Array, alive: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """(found bool[36], idx int32[36]): earliest pool slot on each cell (rules §2.7)."""
+def _first_at_cells(pos: jax.Array, alive: jax.Array) -> jax.Array:
+    """bool[N, 36]: slot i is the earliest alive pool slot on cell c (rules §2.7)."""
     cell = pos[:, 0].astype(jnp.int32) * GRID_SIZE + pos[:, 1].astype(jnp.int32)  # int32[N]
     match = (cell[:, None] == jnp.arange(GRID_SIZE * GRID_SIZE)) & alive[:, None]  # bool[N,36]
-    return jnp.any(match, axis=0), jnp.argmax(match, axis=0).astype(jnp.int32)
+    slots = jnp.arange(pos.shape[0], dtype=jnp.int32)[:, None]
+    earliest = jnp.min(jnp.where(match, slots, pos.shape[0]), axis=0)  # int32[36]; N if none
+    return slots == earliest[None, :]
+
+
+def _at_first(first: jax.Array, values: jax.Array) -> jax.Array:
+    """int32[36]: ``values`` of the slot selected by ``first`` on each cell (0 if none)."""
+    return jnp.sum(jnp.where(first, values.astype(jnp.int32)[:, None], 0), axis=0)
 
 
 def grid_features(state: EnvState) -> jax.Array:
@@ -125,55 +152,57 @@ def grid_features(state: EnvState) -> jax.Array:
     # Enemies: the first enemy in list order with hp > 0 on the cell; cryptogs need
     # the player's row/col or SHOW.
     en = state.enemies
-    found, idx = _first_at_cells(en.pos, en.alive & (en.hp > 0))
-    kind = en.kind[idx].astype(jnp.int32)
+    first = _first_at_cells(en.pos, en.alive & (en.hp > 0))
+    found = jnp.any(first, axis=0)
+    kind = _at_first(first, en.kind)
     same_line = (rows == state.player.pos[0]) | (cols == state.player.pos[1])
     visible = found & ((kind != EnemyKind.CRYPTOG) | same_line | state.show_flag)
-    enemy = jnp.concatenate(
-        [
-            (kind[:, None] == jnp.arange(4)) & visible[:, None],
-            jnp.where(visible, _scaled(en.hp[idx], DIV3, 3), 0.0)[:, None],
-            (visible & en.stunned[idx])[:, None],
-            (visible & en.from_siphon[idx])[:, None],
-        ],
-        axis=1,
-        dtype=f32,
-    )  # [36, 7]
+    hp3 = jnp.where(visible, _div(_at_first(first, en.hp), 3), 0.0)
+    stunned = visible & jnp.any(first & en.stunned[:, None], axis=0)
+    from_siphon = visible & jnp.any(first & en.from_siphon[:, None], axis=0)
     # Blocks: question blocks show only their type and siphoned flag.
     g = jax.tree.map(lambda x: x.reshape(cells), state.grid)
     is_block = g.content == Content.BLOCK
     shown = is_block & ~g.block_question
     is_data = shown & (g.block_kind == BlockKind.DATA)
     is_prog = shown & (g.block_kind == BlockKind.PROGRAM)
-    prog_onehot = (
-        g.block_program[:, None].astype(jnp.int32) == jnp.arange(NUM_PROGRAMS)
-    ) & is_prog[:, None]
-    block = jnp.concatenate(
-        [
-            jnp.stack([is_data, is_prog, is_block & g.block_question], axis=1).astype(f32),
-            jnp.where(is_data, _scaled(g.block_points, DIV9, 9), 0.0)[:, None],
-            (is_block & g.siphoned)[:, None].astype(f32),
-            prog_onehot.astype(f32),
-            jnp.where(shown, _scaled(g.block_spawn, DIV9, 9), 0.0)[:, None],
-        ],
-        axis=1,
-    )  # [36, 29]
     # Transmissions: the first one in list order on the cell.
     tr = state.transmissions
-    t_found, t_idx = _first_at_cells(tr.pos, tr.alive)
-    countdown = tr.countdown[t_idx].astype(f32)
+    t_first = _first_at_cells(tr.pos, tr.alive)
+    t_found = jnp.any(t_first, axis=0)
+    countdown = _at_first(t_first, tr.countdown).astype(f32)
     trans = jnp.where(t_found, jnp.minimum(countdown / f32(4.0), f32(1.0)), 0.0)  # quarters: exact
     # Resources: visible iff no block or siphoned.
     res_visible = (~is_block | g.siphoned) & (g.resource_amount > 0)
-    amount = _scaled(g.resource_amount, DIV3, 3)
-    credits = jnp.where(res_visible & (g.resource_kind == Resource.CREDITS), amount, 0.0)
-    energy = jnp.where(res_visible & (g.resource_kind == Resource.ENERGY), amount, 0.0)
-    flags = jnp.stack(
-        [g.content == Content.DATA_SIPHON, g.content == Content.EXIT, g.center], axis=1
-    ).astype(f32)
-    out = jnp.concatenate(
-        [enemy, block, trans[:, None], credits[:, None], energy[:, None], flags], axis=1
+    amount = _div(g.resource_amount, 3)
+
+    # One elementwise pass writes the [36, 42] output: every one-hot channel is
+    # "channel == the cell's code", every other channel one value per cell. (A
+    # concatenation of per-group pieces cost about twice as much on CPU.)
+    ch = jnp.arange(GRID_CHANNELS, dtype=jnp.int32)[None, :]
+    enemy_code = jnp.where(visible, kind, -1)  # channels 0-3
+    block_code = jnp.where(
+        is_data, 7, jnp.where(is_prog, 8, jnp.where(is_block & g.block_question, 9, -1))
     )
+    program_code = jnp.where(is_prog, 12 + g.block_program.astype(jnp.int32), -1)  # 12-34
+    hot = (ch == enemy_code[:, None]) | (ch == block_code[:, None]) | (ch == program_code[:, None])
+    values = {
+        4: hp3,
+        5: stunned,
+        6: from_siphon,
+        10: jnp.where(is_data, _div(g.block_points, 9), 0.0),
+        11: is_block & g.siphoned,
+        35: jnp.where(shown, _div(g.block_spawn, 9), 0.0),
+        36: trans,
+        37: jnp.where(res_visible & (g.resource_kind == Resource.CREDITS), amount, 0.0),
+        38: jnp.where(res_visible & (g.resource_kind == Resource.ENERGY), amount, 0.0),
+        39: g.content == Content.DATA_SIPHON,
+        40: g.content == Content.EXIT,
+        41: g.center,
+    }
+    out = hot.astype(f32)
+    for channel, value in values.items():
+        out = jnp.where(ch == channel, value.astype(f32)[:, None], out)
     return out.reshape(GRID_SIZE, GRID_SIZE, GRID_CHANNELS)
 
 
