@@ -95,3 +95,26 @@ def test_compaction_matches_python_filter(items):
         if c.alive[i]
     ]
     assert got == expected
+
+
+_remove = jax.jit(board.remove_slot)
+_compact = jax.jit(board.compact_enemies)
+
+
+@settings(deadline=None, max_examples=30)
+@given(
+    st.lists(st.tuples(st.integers(0, 5), st.integers(0, 5)), min_size=1, max_size=MAX_ENEMIES),
+    st.integers(0, MAX_ENEMIES - 1),
+    st.booleans(),
+)
+def test_remove_slot_equals_kill_and_compact(items, idx, remove):
+    """Removing one alive slot by shifting equals killing it and compacting (every field)."""
+    e = _enemies([(i % 4, (r, c)) for i, (r, c) in enumerate(items)])
+    e = e.replace(hp=jnp.arange(MAX_ENEMIES, dtype=jnp.int8) % 3 + 1)  # distinguishable slots
+    e = board.compact_enemies(e)  # canonical form: dead slots zero
+    idx = idx % len(items)
+    got = _remove(e, jnp.int32(idx), jnp.bool_(remove))
+    want = _compact(e.replace(alive=e.alive & ~((jnp.arange(MAX_ENEMIES) == idx) & remove)))
+    for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(want), strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert int(got.alive.sum()) == len(items) - int(remove)

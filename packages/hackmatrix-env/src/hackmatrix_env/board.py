@@ -197,6 +197,24 @@ def _compact(pool):
     return jax.tree.map(gather, pool)
 
 
+def remove_slot(pool, idx: jax.Array, remove: jax.Array):
+    """``pool`` without entry ``idx`` where ``remove`` (list order kept, freed slot zeroed).
+
+    For a pool in canonical form (alive entries first, dead slots zero) this is
+    what ``_compact`` gives after killing one entry, without a prefix sum or a
+    gather: the entries after ``idx`` shift down by one.
+    """
+    n = pool.alive.shape[0]
+    shift = remove & (jnp.arange(n) >= idx)  # bool[N]
+
+    def f(x):
+        after = jnp.concatenate([x[1:], jnp.zeros_like(x[:1])])
+        s = shift.reshape(shift.shape + (1,) * (x.ndim - 1))
+        return jnp.where(s, after, x)
+
+    return jax.tree.map(f, pool)
+
+
 def compact_enemies(enemies: Enemies) -> Enemies:
     """Remove dead enemies, keeping list order; freed slots are zeroed (rules §2.7)."""
     return _compact(enemies)

@@ -8,13 +8,12 @@ import jax.numpy as jnp
 from hackmatrix_env.board import (
     at_cell,
     block_map,
-    compact_enemies,
-    compact_transmissions,
     enemy_occupancy_map,
     first_enemy_at,
     first_transmission_at,
     in_bounds,
     neighbour,
+    remove_slot,
 )
 from hackmatrix_env.constants import DIR_OFFSETS, GRID_SIZE, Content
 from hackmatrix_env.types import EnvState
@@ -74,22 +73,26 @@ def resolve_direction(state: EnvState, d: jax.Array):
     is_t, is_e, idx = find_target(state, d)
     player = state.player
 
-    # Shot at a transmission: destroyed.
+    # Shot at a transmission: destroyed. (One-hot reads and writes of slot idx:
+    # gathers and scatters are slow under vmap on CPU.)
     t = state.transmissions
-    t_kill = is_t & ~t.from_task[idx]
-    t = compact_transmissions(t.replace(alive=t.alive.at[idx].set(t.alive[idx] & ~is_t)))
+    at_idx = jnp.arange(t.alive.shape[0]) == idx  # bool[N]
+    t_kill = is_t & ~jnp.any(at_idx & t.from_task)
+    t = remove_slot(t, idx, is_t)
 
     # Shot at an enemy: hp -= attack; survivors stunned, the dead removed.
     e = state.enemies
-    hp = jnp.maximum(e.hp[idx].astype(jnp.int32) - player.attack.astype(jnp.int32), 0)
+    at_idx = jnp.arange(e.alive.shape[0]) == idx  # bool[N]
+    hp_at = jnp.sum(jnp.where(at_idx, e.hp.astype(jnp.int32), 0))
+    hp = jnp.maximum(hp_at - player.attack.astype(jnp.int32), 0)
     dies = is_e & (hp == 0)
-    e_kill = dies & ~e.from_task[idx]
+    e_kill = dies & ~jnp.any(at_idx & e.from_task)
+    hit = at_idx & is_e
     e = e.replace(
-        hp=e.hp.at[idx].set(jnp.where(is_e, hp, e.hp[idx]).astype(jnp.int8)),
-        stunned=e.stunned.at[idx].set(e.stunned[idx] | (is_e & (hp > 0))),
-        alive=e.alive.at[idx].set(e.alive[idx] & ~dies),
+        hp=jnp.where(hit, hp, e.hp).astype(jnp.int8),
+        stunned=e.stunned | (hit & (hp > 0)),
     )
-    e = compact_enemies(e)
+    e = remove_slot(e, idx, dies)
     shot = is_t | is_e
 
     # Move: onto an on-board cell without a block; pick up a data siphon.
