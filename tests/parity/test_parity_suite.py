@@ -15,7 +15,7 @@ for _mod in ("game", "observation", "mask", "reward"):
 
 from hackmatrix_parity.engine import ACTION_NAMES, Config, Engine, random_scenarios  # noqa: E402
 
-SCENARIOS = int(os.environ.get("PARITY_SCENARIOS", "2000"))
+SCENARIOS = int(os.environ.get("PARITY_SCENARIOS", "1000"))
 STEPS = int(os.environ.get("PARITY_STEPS", "20"))
 
 
