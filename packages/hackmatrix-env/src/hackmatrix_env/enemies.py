@@ -139,10 +139,8 @@ def move_enemies(key_sub0: jax.Array, key_sub1: jax.Array, state: EnvState) -> E
 
     def act(t, carry, consts):
         cell, attacked, hp, last_known, occ_lo, occ_hi = carry  # cell: int8[E] row*6+col
-        ranks, count0, flags, alive, player, pass_walk, pass_glitch, tier2_walk, tier2_glitch = (
-            consts[:9]
-        )
-        trans_bits = consts[9]
+        (ranks, count0, flags, alive, player) = consts[:5]
+        (pass_walk, pass_glitch, tier2_walk, tier2_glitch, trans_bits) = consts[5:]
         s = (t >= count0).astype(jnp.int32)  # sub-step of position t
         k = t - s * count0  # position inside the sub-step
         me = jnp.where(s == 1, ranks[1], ranks[0]) == k.astype(jnp.int8)  # bool[E] one-hot
