@@ -82,6 +82,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="curriculum: each episode starts at a stage drawn uniformly from "
         "--start-stage..this (training only; evaluation uses --start-stage)",
     )
+    add("--kit-siphons", help="start kit (training resets only): extra data siphons")
+    add("--kit-credits", help="start kit: extra credits")
+    add("--kit-energy", help="start kit: extra energy")
+    add("--kit-programs", help="start kit: this many distinct random programs owned")
+    add("--kit-prob", help="start kit: fraction of training resets that get the kit")
     add("--log-interval", help="updates per jitted chunk / log line")
     add("--no-wandb", action="store_true", help="disable wandb")
     add("--project", help="wandb project")
@@ -113,6 +118,7 @@ def default_run_name(cfg: TrainConfig) -> str:
         f"ppo-{cfg.network}-{cfg.num_envs}x{cfg.num_steps}-s{cfg.seed}"
         + (f"-stage{cfg.start_stage}" if cfg.start_stage != 1 else "")
         + (f"-to{cfg.start_stage_max}" if cfg.start_stage_max is not None else "")
+        + ("-kit" if cfg.has_kit else "")
     )
     return name + (f"-{cfg.run_suffix}" if cfg.run_suffix else "")
 

@@ -44,6 +44,12 @@ class TrainConfig:
     max_steps_in_episode: int = 1000
     start_stage: int = 1
     start_stage_max: int | None = None  # curriculum: resets start uniformly in start..max
+    # start-kit curriculum (training resets only, startkit.py): extra stock with prob kit_prob
+    kit_siphons: int = 0
+    kit_credits: int = 0
+    kit_energy: int = 0
+    kit_programs: int = 0
+    kit_prob: float = 1.0
     # logging / checkpoints
     log_interval: int = 10  # updates per jitted chunk; log after each chunk
     no_wandb: bool = False
@@ -71,6 +77,12 @@ class TrainConfig:
     @property
     def minibatch_size(self) -> int:
         return self.batch_size // self.num_minibatches
+
+    @property
+    def has_kit(self) -> bool:
+        """Training resets get a start kit (startkit.py)."""
+        kit = (self.kit_siphons, self.kit_credits, self.kit_energy, self.kit_programs)
+        return any(kit) and self.kit_prob > 0
 
     @property
     def num_updates(self) -> int:
@@ -131,6 +143,15 @@ def validate(cfg: TrainConfig, num_devices: int = 1) -> None:
         raise ValueError("--lr, --clip-eps and --max-grad-norm must be > 0")
     if not 1 <= cfg.start_stage <= 8:
         raise ValueError("--start-stage must be in 1..8")
+    for name in ("kit_siphons", "kit_credits", "kit_energy", "kit_programs"):
+        if getattr(cfg, name) < 0:
+            raise ValueError(f"--{name.replace('_', '-')} must be >= 0, got {getattr(cfg, name)}")
+    if cfg.kit_programs > 23:
+        raise ValueError(
+            f"--kit-programs must be <= 23 (programs in the game), got {cfg.kit_programs}"
+        )
+    if not 0.0 <= cfg.kit_prob <= 1.0:
+        raise ValueError(f"--kit-prob must lie in [0, 1], got {cfg.kit_prob}")
     if cfg.start_stage_max is not None and not cfg.start_stage <= cfg.start_stage_max <= 8:
         raise ValueError(
             f"--start-stage-max must be in --start-stage ({cfg.start_stage})..8, "

@@ -40,8 +40,8 @@ class StageCurriculum:
 
     @property
     def unwrapped(self):
-        """The wrapped env (evaluate on it: the real game starts at ``params.start_stage``)."""
-        return self._env
+        """The bare env underneath (evaluate on it: the real game starts at ``params.start_stage``)."""
+        return getattr(self._env, "unwrapped", self._env)
 
     def __getattr__(self, name):  # default_params, num_actions, spaces, name, ...
         return getattr(self.__dict__["_env"], name)

@@ -200,6 +200,12 @@ def make_train(cfg: TrainConfig, env=None, env_params=None, devices=None) -> Tra
         from hackmatrix_env import EnvParams, HackMatrix
 
         env = HackMatrix()
+        if cfg.has_kit:
+            from hackmatrix_train.startkit import StartKit
+
+            env = StartKit(
+                cfg.kit_siphons, cfg.kit_credits, cfg.kit_energy, cfg.kit_programs, cfg.kit_prob
+            )
         if env_params is None:
             env_params = EnvParams(
                 max_steps_in_episode=cfg.max_steps_in_episode, start_stage=cfg.start_stage
