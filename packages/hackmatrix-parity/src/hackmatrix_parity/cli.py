@@ -33,6 +33,9 @@ def format_report(rep: Report, *, extensions: bool, full: bool) -> str:
     w(f"{'  mismatches':<34}{rep.steps['mismatch']:>10}")
     w(f"{'initial-observation mismatches':<34}{rep.initial_mismatches:>10}")
     w(f"{'swift errors':<34}{rep.swift_errors:>10}")
+    if rep.deep_searches:
+        w(f"{'deep key searches (found/not)':<34}"
+          f"{rep.deep_searches['found']:>6}/{rep.deep_searches['not_found']}")  # fmt: skip
     if rep.mismatch_categories:
         w("")
         w(
@@ -66,6 +69,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--keys", type=int, default=16, help="JAX keys per round (random steps "
                    "get up to 16 rounds)")  # fmt: skip
     p.add_argument("--batch", type=int, default=8, help="scenarios run in lockstep")
+    p.add_argument("--deep-keys", type=int, default=65_536, help="keys of the deep search a "
+                   "would-be mismatch gets first (0: off)")  # fmt: skip
     p.add_argument("--invalid-prob", type=float, default=0.03)
     p.add_argument("--no-full-check", action="store_true", help="skip getFullState comparison")
     p.add_argument("--shrink", type=int, default=3, help="shrink at most this many failures")
@@ -78,6 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     cfg = Config(
         scenarios=args.scenarios, steps=args.steps, seed=args.seed, num_keys=args.keys,
         batch=args.batch, invalid_prob=args.invalid_prob, full_check=not args.no_full_check,
+        deep_keys=args.deep_keys,
     )  # fmt: skip
     scenarios = random_scenarios(cfg.scenarios, cfg.seed)
     with Engine(cfg, args.swift_bin) as eng:
@@ -114,6 +120,7 @@ def main(argv: list[str] | None = None) -> int:
                         "actions_invalid": dict(rep.actions_invalid),
                         "areas": dict(rep.areas),
                         "stagegen_violations": dict(rep.stagegen_violations),
+                        "deep_searches": dict(rep.deep_searches),
                         "scenarios_run": rep.scenarios_run,
                         "scenarios_failed": rep.scenarios_failed,
                         "seconds": rep.seconds,
