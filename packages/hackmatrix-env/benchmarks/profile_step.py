@@ -10,7 +10,9 @@ batch (a few games with many enemies, most with none or one). Actions for the
 timed call: uniform over the mask of those states (the same for every part).
 Every part is ``jax.jit(jax.vmap(part))`` over the batch; the compile column is
 ``lower(...).compile()`` seconds, the time column the median of ``--repeats``
-calls after one warm-up (``block_until_ready``). Host script, not a test.
+calls after one warm-up (``block_until_ready``), with the minimum and the
+median process CPU time (all threads; steadier than wall time on a loaded
+box). Host script, not a test.
 
 Parts (each is one function of the step pipeline, interface §1):
 
@@ -198,22 +200,24 @@ def profile(parts: dict, names: list[str], args: tuple, repeats: int) -> list[di
         compiled = lowered.compile()
         compile_s = time.perf_counter() - t0
         jax.block_until_ready(compiled(*args))
-        times = []
+        times, cpu = [], []
         for _ in range(repeats):
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             jax.block_until_ready(compiled(*args))
             times.append(time.perf_counter() - t0)
+            cpu.append(time.process_time() - c0)
         ms = statistics.median(times) * 1e3
         row = {
             "part": name,
             "ms": ms,
             "min_ms": min(times) * 1e3,
+            "cpu_ms": statistics.median(cpu) * 1e3,
             "trace_s": lower_s,
             "compile_s": compile_s,
         }
         rows.append(row)
         print(
-            f"{name:<18} {ms:9.2f} ms  (min {row['min_ms']:8.2f})  "
+            f"{name:<18} {ms:9.2f} ms  (min {row['min_ms']:8.2f}, CPU {row['cpu_ms']:8.2f})  "
             f"trace+lower {lower_s:5.1f} s  XLA compile {compile_s:6.1f} s",
             flush=True,
         )

@@ -22,59 +22,6 @@ from jax.custom_batching import custom_vmap
 
 from hackmatrix_env.board import select_tree
 
-SPARSE_FRACTION = 0.125  # rows computed per batch by compute_where before falling back
-
-
-def compute_where(pred: jax.Array, fn, args: tuple, default):
-    """``where(pred, fn(*args), default)`` leaf by leaf, computing ``fn`` only where needed.
-
-    Unbatched, a ``lax.cond`` skips ``fn`` when ``pred`` is false. Under
-    ``vmap`` (a ``custom_vmap`` rule) the rows with ``pred`` set are gathered
-    (``nonzero``) and processed in chunks of ``ceil(SPARSE_FRACTION * batch)``
-    rows by a fixed-length ``lax.scan`` over the chunks whose body is skipped
-    (``lax.cond`` on an unbatched count) once no needed row is left; results are
-    scattered back. Every row gets exactly ``fn`` of its own arguments, so the
-    result equals the dense ``where`` bit for bit (specs/env-shell.md §4), and
-    ``fn`` is traced once. Used for auto-reset and stage generation, which run on
-    every step under ``vmap`` but are needed by few rows.
-    """
-
-    @custom_vmap
-    def run(pred, args, default):
-        return jax.lax.cond(pred, lambda: select_tree(pred, fn(*args), default), lambda: default)
-
-    @run.def_vmap
-    def run_batched(axis_size, in_batched, pred, args, default):
-        def full(x, batched):
-            return x if batched else jnp.broadcast_to(x, (axis_size, *jnp.shape(x)))
-
-        pred_b, args_b, default_b = in_batched
-        pred = full(pred, pred_b)
-        args = jax.tree.map(full, args, args_b)
-        default = jax.tree.map(full, default, default_b)
-        chunk = max(1, math.ceil(axis_size * SPARSE_FRACTION))
-        n_chunks = math.ceil(axis_size / chunk)
-        count = jnp.sum(pred, dtype=jnp.int32)
-        order = jnp.nonzero(pred, size=n_chunks * chunk, fill_value=0)[0]  # needed rows first
-
-        def one_chunk(result, k):
-            def work(result):
-                idx = jax.lax.dynamic_slice(order, (k * chunk,), (chunk,))
-                live = k * chunk + jnp.arange(chunk) < count
-                rows = jnp.where(live, idx, axis_size)  # axis_size: out of range, dropped
-                out = jax.vmap(lambda a: fn(*a))(jax.tree.map(lambda x: x[idx], args))
-                return jax.tree.map(lambda d, o: d.at[rows].set(o, mode="drop"), result, out)
-
-            return jax.lax.cond(k * chunk < count, work, lambda r: r, result), None
-
-        result, _ = jax.lax.scan(one_chunk, default, jnp.arange(n_chunks, dtype=jnp.int32))
-        return result, jax.tree.map(lambda _: True, result)
-
-    return run(pred, args, default)
-
-
-RAGGED_CHUNKS = 16  # row groups of ragged_fori_loop under vmap
-
 
 def _broadcast_rows(axis_size: int, tree, batched):
     """Every leaf of ``tree`` with a leading batch axis (unbatched leaves broadcast)."""
@@ -83,6 +30,58 @@ def _broadcast_rows(axis_size: int, tree, batched):
         return x if b else jnp.broadcast_to(x, (axis_size, *jnp.shape(x)))
 
     return jax.tree.map(full, tree, batched)
+
+
+SPARSE_FRACTION = 1 / 64  # rows per chunk of compute_where, as a fraction of the batch
+
+
+def compute_where(pred: jax.Array, fn, args: tuple, default):
+    """``where(pred, fn(*args), default)`` leaf by leaf, computing ``fn`` only where needed.
+
+    Unbatched, a ``lax.cond`` skips ``fn`` when ``pred`` is false. Under
+    ``vmap`` (a ``custom_vmap`` rule) the rows with ``pred`` set are listed
+    (``nonzero``) and processed in chunks of ``ceil(SPARSE_FRACTION * batch)``
+    rows by a loop of ``ceil(count / chunk)`` trips (gather the chunk's rows,
+    ``vmap(fn)``, scatter the results back), so the cost follows the number of
+    needed rows: one trip of 64 rows at 4,096 envs for the usual handful.
+    Every row gets exactly ``fn`` of its own arguments, so the result equals the
+    dense ``where`` bit for bit (specs/env-shell.md §4), and ``fn`` is traced
+    and compiled once. Used for auto-reset, stage generation, siphon, programs
+    and owed spawns, which run on every step under ``vmap`` but are needed by
+    few rows. **Deliberate exception to "no while_loop"**: the trip count is
+    data-dependent (a fixed-length loop would pay for the worst case).
+    """
+
+    @custom_vmap
+    def run(pred, args, default):
+        return jax.lax.cond(pred, lambda: select_tree(pred, fn(*args), default), lambda: default)
+
+    @run.def_vmap
+    def run_batched(axis_size, in_batched, pred, args, default):
+        pred_b, args_b, default_b = in_batched
+        pred = _broadcast_rows(axis_size, pred, pred_b)
+        args = _broadcast_rows(axis_size, args, args_b)
+        default = _broadcast_rows(axis_size, default, default_b)
+        chunk = max(1, math.ceil(axis_size * SPARSE_FRACTION))
+        n_chunks = math.ceil(axis_size / chunk)
+        count = jnp.sum(pred, dtype=jnp.int32)
+        order = jnp.nonzero(pred, size=n_chunks * chunk, fill_value=0)[0]  # needed rows first
+
+        def one_chunk(k, result):
+            idx = jax.lax.dynamic_slice(order, (k * chunk,), (chunk,))
+            live = k * chunk + jnp.arange(chunk) < count
+            rows = jnp.where(live, idx, axis_size)  # axis_size: out of range, dropped
+            out = jax.vmap(lambda a: fn(*a))(jax.tree.map(lambda x: x[idx], args))
+            return jax.tree.map(lambda d, o: d.at[rows].set(o, mode="drop"), result, out)
+
+        trips = (count + chunk - 1) // chunk
+        result = jax.lax.fori_loop(0, trips, one_chunk, default)
+        return result, jax.tree.map(lambda _: True, result)
+
+    return run(pred, args, default)
+
+
+RAGGED_CHUNKS = 16  # row groups of ragged_fori_loop under vmap
 
 
 def ragged_fori_loop(n: jax.Array, body, init, consts=()):

@@ -23,7 +23,7 @@ from jax import lax
 
 from hackmatrix_env import history, pathfinding
 from hackmatrix_env.batching import compute_where, ragged_fori_loop
-from hackmatrix_env.board import block_map, compact_transmissions, num_alive, select_tree
+from hackmatrix_env.board import block_map, num_alive, select_tree
 from hackmatrix_env.constants import (
     ENEMY_MAX_HP,
     ENEMY_SPEED,
@@ -38,58 +38,141 @@ from hackmatrix_env.types import EnvState
 _SLOTS = jnp.arange(MAX_ENEMIES, dtype=jnp.int32)
 
 
+def _pool_word(alive: jax.Array) -> jax.Array:
+    """uint32[]: bit i set iff slot i is set in ``alive`` (bool[32])."""
+    return jnp.sum(
+        jnp.where(alive, jnp.uint32(1) << _SLOTS.astype(jnp.uint32), 0), dtype=jnp.uint32
+    )
+
+
+def _shift_down(x: jax.Array, k: int) -> jax.Array:
+    """x[i + k] at slot i, zeros past the end (a static shift, no gather)."""
+    return jnp.concatenate([x[k:], jnp.zeros((k,), x.dtype)])
+
+
+def _shift_up(x: jax.Array, k: int) -> jax.Array:
+    """x[i - k] at slot i, zeros before the start (entries past the end are dropped)."""
+    return jnp.concatenate([jnp.zeros((k,), x.dtype), x[:-k]])
+
+
+_VALID_BIT = 1 << 18  # packed transmission word: marks an occupied slot
+_GAP_SHIFT = 24  # packed transmission word: bits 24-28 hold the slot's compaction distance
+
+
+def _compress(words: jax.Array, keep: jax.Array) -> jax.Array:
+    """uint32[32]: the kept ``words`` first in their order, zeros after (stable compaction).
+
+    ``words`` use bits 0-18 only. Each kept entry moves down by the number of
+    dropped entries before it, in five static shifts (1, 2, 4, 8, 16; lowest
+    first, which never makes two entries meet): no prefix-sum op, no gather.
+    """
+    below = (jnp.uint32(1) << _SLOTS.astype(jnp.uint32)) - jnp.uint32(1)
+    kept_before = jax.lax.population_count(_pool_word(keep) & below)
+    gap = _SLOTS.astype(jnp.uint32) - kept_before  # dropped entries before each slot
+    x = jnp.where(keep, words | (gap << _GAP_SHIFT), jnp.uint32(0))
+    for k in range(5):
+        moving = ((x >> (_GAP_SHIFT + k)) & 1) == 1
+        incoming = _shift_down(x, 1 << k)
+        arrives = ((incoming >> (_GAP_SHIFT + k)) & 1) == 1
+        x = jnp.where(arrives, incoming, jnp.where(moving, jnp.uint32(0), x))
+    return x & jnp.uint32((1 << _GAP_SHIFT) - 1)
+
+
 def hatch_transmissions(state: EnvState) -> EnvState:
     """Tick every transmission; countdown <= 1 hatches (rules §7.3).
 
     Hatched enemies (full hp, disabled = 1, flags copied, last_known = cell) are
     appended after the whole list is processed, in transmission order. A full
     enemy pool drops the surplus and sets ``overflow``.
+
+    Each transmission is packed into one uint32 word (cell, kind, flags,
+    countdown); the hatched words are compacted and shifted to the first free
+    enemy slots, the others compacted in place, by static shifts only (no
+    prefix sum, gather or scatter: slow on CPU under ``vmap``).
     """
     t, e = state.transmissions, state.enemies
+    u32 = jnp.uint32
     hatch = t.alive & (t.countdown.astype(jnp.int32) <= 1)  # bool[T]
-    rank = jnp.cumsum(hatch, dtype=jnp.int32) - 1
-    slot = num_alive(e.alive) + rank  # int32[T] target enemy slot
-    match = hatch[:, None] & (slot[:, None] == _SLOTS[None, :])  # bool[T, E]
-    born = jnp.any(match, axis=0)  # bool[E]
-    src = jnp.sum(jnp.where(match, jnp.arange(MAX_TRANSMISSIONS)[:, None], 0), axis=0)
-    kind = t.kind[src]
-    pos = t.pos[src]
+    stay = t.alive & ~hatch
+    pos = t.pos.astype(jnp.int32)
+    countdown = jnp.where(stay, t.countdown.astype(jnp.int32) - 1, 0)
+    words = (
+        (pos[:, 0] * GRID_SIZE + pos[:, 1]).astype(u32)
+        | (t.kind.astype(u32) << 6)
+        | (t.from_task.astype(u32) << 8)
+        | (t.from_siphon.astype(u32) << 9)
+        | ((countdown.astype(u32) & u32(0xFF)) << 10)
+        | u32(_VALID_BIT)
+    )
+    # Hatched: compacted, then moved up to start at the first free enemy slot.
+    n_enemies = num_alive(e.alive)
+    born_words = _compress(words, hatch)
+    for k in range(6):  # shifts 1..32 (a full pool drops every hatched word)
+        born_words = jnp.where((n_enemies >> k) & 1 == 1, _shift_up(born_words, 1 << k), born_words)
+    born = born_words != 0
+    cell = (born_words & u32(63)).astype(jnp.int32)
+    born_pos = jnp.stack([cell // GRID_SIZE, cell % GRID_SIZE], axis=-1).astype(jnp.int8)
+    kind = ((born_words >> 6) & u32(3)).astype(jnp.int32)
+    max_hp = jnp.asarray(ENEMY_MAX_HP, jnp.int32)
+    hp = jnp.where(
+        kind == 0,
+        max_hp[0],
+        jnp.where(kind == 1, max_hp[1], jnp.where(kind == 2, max_hp[2], max_hp[3])),
+    )
     b2 = born[:, None]
     enemies = e.replace(
-        kind=jnp.where(born, kind, e.kind),
-        pos=jnp.where(b2, pos, e.pos),
-        hp=jnp.where(born, jnp.asarray(ENEMY_MAX_HP)[kind], e.hp),
+        kind=jnp.where(born, kind, e.kind).astype(jnp.int8),
+        pos=jnp.where(b2, born_pos, e.pos),
+        hp=jnp.where(born, hp, e.hp).astype(jnp.int8),
         disabled=jnp.where(born, jnp.int8(1), e.disabled),
         stunned=e.stunned & ~born,
-        last_known=jnp.where(b2, pos, e.last_known),
-        from_task=jnp.where(born, t.from_task[src], e.from_task),
-        from_siphon=jnp.where(born, t.from_siphon[src], e.from_siphon),
+        last_known=jnp.where(b2, born_pos, e.last_known),
+        from_task=jnp.where(born, ((born_words >> 8) & 1) == 1, e.from_task),
+        from_siphon=jnp.where(born, ((born_words >> 9) & 1) == 1, e.from_siphon),
         alive=e.alive | born,
     )
-    lost = jnp.any(hatch & (slot >= MAX_ENEMIES))
-    countdown = jnp.where(t.alive & ~hatch, t.countdown - 1, t.countdown).astype(jnp.int8)
-    transmissions = compact_transmissions(t.replace(countdown=countdown, alive=t.alive & ~hatch))
+    lost = n_enemies + jnp.sum(hatch, dtype=jnp.int32) > MAX_ENEMIES
+    # Survivors: compacted in place, countdown - 1.
+    kept = _compress(words, stay)
+    alive = kept != 0
+    cell = (kept & u32(63)).astype(jnp.int32)
+    transmissions = t.replace(
+        pos=jnp.stack([cell // GRID_SIZE, cell % GRID_SIZE], axis=-1).astype(jnp.int8),
+        countdown=jax.lax.bitcast_convert_type(
+            ((kept >> 10) & u32(0xFF)).astype(jnp.uint8), jnp.int8
+        ),
+        kind=((kept >> 6) & u32(3)).astype(jnp.int8),
+        from_task=((kept >> 8) & 1) == 1,
+        from_siphon=((kept >> 9) & 1) == 1,
+        alive=alive,
+    )
     return state.replace(
         enemies=enemies, transmissions=transmissions, overflow=state.overflow | lost
     )
 
 
-def processing_rank(key: jax.Array, first: jax.Array) -> jax.Array:
-    """int8[E]: each slot's position in a uniform random processing order (rules §7.4).
+def processing_keys(key: jax.Array, first: jax.Array) -> jax.Array:
+    """uint32[E]: random sort keys of a uniform processing order (rules §7.4).
 
-    The slots in ``first`` (bool[E]) take positions 0..n-1 in uniformly random
-    order, the others follow, so a loop over positions can stop after n. Ranks
-    come from 31-bit random keys (ties broken by slot), computed with E x E
-    comparisons instead of a sort, which is slow on CPU under vmap. The tie
-    probability (about 2e-7 per order) is the only departure from uniform.
+    The slots in ``first`` (bool[E]) get 31-bit random keys, the others 2^31:
+    processing ``first`` in increasing (key, slot) order is uniformly random
+    (the tie probability, about 2e-7 per order, is the only departure from
+    uniform). ``move_enemies`` picks the next slot with a min over the keys not
+    yet processed, so no sort and no rank matrix is ever built.
     """
     r = jax.random.bits(key, (MAX_ENEMIES,), jnp.uint32) >> 1
-    r = jnp.where(first, r, jnp.uint32(1 << 31))
-    j = _SLOTS
-    earlier = (r[None, :] < r[:, None]) | ((r[None, :] == r[:, None]) & (j[None, :] < j[:, None]))
-    return jnp.sum(earlier, axis=1, dtype=jnp.int32).astype(jnp.int8)
+    return jnp.where(first, r, jnp.uint32(1 << 31))
 
 
+def _next_in_order(keys: jax.Array, done: jax.Array) -> jax.Array:
+    """bool[E] one-hot: the slot with the smallest (key, slot) among those not ``done``."""
+    avail = jnp.where(done, jnp.uint32(0xFFFFFFFF), keys)
+    low = avail == jnp.min(avail)
+    first = jnp.min(jnp.where(low, _SLOTS, MAX_ENEMIES))
+    return low & (first == _SLOTS)
+
+
+_FAST_KINDS = tuple(k for k in range(len(ENEMY_SPEED)) if ENEMY_SPEED[k] > 1)  # speed-2 kinds
 _READY, _GLITCH, _CRYPTOG, _FAST = 1, 2, 4, 8  # per-slot flag bits in move_enemies
 
 
@@ -97,8 +180,8 @@ def move_enemies(key_sub0: jax.Array, key_sub1: jax.Array, state: EnvState) -> E
     """Both movement sub-steps: attack if adjacent, else move (rules §7.4-7.6).
 
     One loop over the positions of sub-step 0 then sub-step 1; the acting slot
-    is the one whose random rank equals the position, picked with a one-hot
-    mask (no sort, no batched gather). Positions are updated immediately (§7.5 step 3). Inside
+    is the unprocessed one with the smallest random key (``processing_keys``),
+    picked as a one-hot mask (no sort, no rank matrix, no batched gather). Positions are updated immediately (§7.5 step 3). Inside
     the scan cells are int8 indices row * 6 + col and per-slot facts one int8
     bit field, so each iteration touches little memory.
     """
@@ -110,7 +193,6 @@ def move_enemies(key_sub0: jax.Array, key_sub1: jax.Array, state: EnvState) -> E
         jnp.where(ready, _READY, 0)
         | jnp.where(kind == EnemyKind.GLITCH, _GLITCH, 0)
         | jnp.where(kind == EnemyKind.CRYPTOG, _CRYPTOG, 0)
-        | jnp.where(jnp.asarray(ENEMY_SPEED)[kind] > 1, _FAST, 0)
     ).astype(jnp.int8)
 
     blocks = block_map(state.grid)
@@ -120,12 +202,13 @@ def move_enemies(key_sub0: jax.Array, key_sub1: jax.Array, state: EnvState) -> E
     tier2_glitch = pathfinding.tier2_direction_bits(pass_glitch, player)
     trans_bits = _pool_bits(state.transmissions.pos, state.transmissions.alive)
     # Sub-step 0: every alive enemy may act; sub-step 1: only viruses (speed 2).
-    fast = e.alive & (jnp.asarray(ENEMY_SPEED)[kind] > 1)
-    ranks = jnp.stack([processing_rank(key_sub0, e.alive), processing_rank(key_sub1, fast)])
+    fast = e.alive & jnp.any(jnp.stack([kind == k for k in _FAST_KINDS]), axis=0)
+    flags = flags | jnp.where(fast, _FAST, 0).astype(jnp.int8)
+    order_keys = jnp.stack([processing_keys(key_sub0, e.alive), processing_keys(key_sub1, fast)])
     counts = jnp.stack([num_alive(e.alive), num_alive(fast)])  # positions that can act
 
     consts = (
-        ranks,
+        order_keys,
         counts[0],
         flags,
         e.alive,
@@ -138,12 +221,13 @@ def move_enemies(key_sub0: jax.Array, key_sub1: jax.Array, state: EnvState) -> E
     )
 
     def act(t, carry, consts):
-        cell, attacked, hp, last_known, occ_lo, occ_hi = carry  # cell: int8[E] row*6+col
-        (ranks, count0, flags, alive, player) = consts[:5]
+        cell, attacked, hp, last_known, occ_lo, occ_hi, done = carry  # cell: int8[E] row*6+col
+        (order_keys, count0, flags, alive, player) = consts[:5]
         (pass_walk, pass_glitch, tier2_walk, tier2_glitch, trans_bits) = consts[5:]
         s = (t >= count0).astype(jnp.int32)  # sub-step of position t
-        k = t - s * count0  # position inside the sub-step
-        me = jnp.where(s == 1, ranks[1], ranks[0]) == k.astype(jnp.int8)  # bool[E] one-hot
+        done = done & (t != count0)  # sub-step 1 starts a fresh order
+        me = _next_in_order(jnp.where(s == 1, order_keys[1], order_keys[0]), done)  # one-hot
+        done = done | me
         here_cell = jnp.sum(jnp.where(me, cell, 0), dtype=jnp.int32)
         f = jnp.sum(jnp.where(me, flags, 0), dtype=jnp.int32)
         was_attacked = jnp.any(me & attacked)
@@ -179,7 +263,7 @@ def move_enemies(key_sub0: jax.Array, key_sub1: jax.Array, state: EnvState) -> E
         in_line = (new[0] == player[0]) | (new[1] == player[1])
         seen = ((f & _CRYPTOG) != 0) & moved & in_line  # rules §7.5 step 4
         last_known = jnp.where(me & seen, new_cell, last_known)
-        return cell, attacked, hp, last_known, occ_lo, occ_hi
+        return cell, attacked, hp, last_known, occ_lo, occ_hi, done
 
     def to_cell(pos):
         pos = pos.astype(jnp.int32)
@@ -197,10 +281,11 @@ def move_enemies(key_sub0: jax.Array, key_sub1: jax.Array, state: EnvState) -> E
         to_cell(e.last_known),
         occ[0],
         occ[1],
+        jnp.zeros(MAX_ENEMIES, jnp.bool_),
     )
     # Positions past the last enemy that can act are no-ops, so the loop stops there.
     out = ragged_fori_loop(counts[0] + counts[1], act, carry, consts)
-    cell, _, hp, last_known, _, _ = out
+    cell, _, hp, last_known, _, _, _ = out
     # Slots whose value did not change keep their stored pos exactly (dead slots included).
     moved = cell != carry[0]
     seen = last_known != carry[3]
@@ -223,7 +308,14 @@ def _pool_bits(pos: jax.Array, alive: jax.Array) -> pathfinding.Bits:
 def run_scheduled_task(key: jax.Array, state: EnvState) -> EnvState:
     """One scheduled transmission when due and CALM is off (rules §7.8)."""
     due = ~state.calm_flag & (state.turn >= state.next_task_turn)
-    state = place_transmissions(key, state, due.astype(jnp.int32), from_task=True, max_count=1)
+
+    def place(key, state):  # sparse under vmap: the task is due about once in 12 turns
+        return place_transmissions(key, state, jnp.int32(1), from_task=True, max_count=1)
+
+    snapshots = state.history.snapshots
+    light = state.replace(history=state.history.replace(snapshots=None))
+    light = compute_where(due, place, (key, light), light)
+    state = light.replace(history=light.history.replace(snapshots=snapshots))
     next_turn = jnp.where(due, state.turn + state.task_interval, state.next_task_turn)
     return state.replace(next_task_turn=next_turn.astype(jnp.int32))
 

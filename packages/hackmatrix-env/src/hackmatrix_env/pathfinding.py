@@ -151,24 +151,36 @@ def neighbour_cells(pos: jax.Array) -> tuple[jax.Array, jax.Array]:
     return cells, inb
 
 
-def first_layer_hit(passable: Bits, goal: Bits, targets: Bits, num_layers: int) -> Bits:
+def first_layer_hit(
+    passable: Bits, goal: Bits, targets: Bits, num_layers: int, active: jax.Array | bool = True
+) -> Bits:
     """Cells of ``targets`` in the first BFS layer from ``goal`` that touches ``targets``.
 
     The wavefront starts at ``goal`` (layer 0) and grows through ``passable``;
-    the result is empty if no layer within ``num_layers`` reaches a target.
+    the result is empty if no layer within ``num_layers`` reaches a target, or
+    if not ``active``. The layers stop as soon as a target is hit or the
+    wavefront dies out (nothing changes after either), so the loop is a
+    ``while_loop`` (**deliberate exception to "no while_loop"**: the result
+    equals the fixed ``num_layers``-layer scan, and under ``vmap`` the loop
+    runs only as far as the slowest row, typically the enemy's distance to the
+    player instead of 34 layers).
     """
-
-    def layer(carry, _):
-        frontier, visited, hit = carry
-        new = _andnot(_and(expand(frontier), passable), visited)
-        visited = _or(visited, new)
-        found = _nonempty(hit)
-        tn = _and(new, targets)
-        hit = (jnp.where(found, hit[0], tn[0]), jnp.where(found, hit[1], tn[1]))
-        return (new, visited, hit), None
-
     hit0 = _and(goal, targets)
-    (_, _, hit), _ = lax.scan(layer, (goal, goal, hit0), None, length=num_layers, unroll=_UNROLL)
+    zero = jnp.int32(0)
+    hit0 = (jnp.where(active, hit0[0], zero), jnp.where(active, hit0[1], zero))
+    frontier0 = (jnp.where(active, goal[0], zero), jnp.where(active, goal[1], zero))
+
+    def going(carry):
+        i, frontier, _, hit = carry
+        return (i < num_layers) & ~_nonempty(hit) & _nonempty(frontier)
+
+    def layer(carry):
+        i, frontier, visited, _ = carry
+        new = _andnot(_and(expand(frontier), passable), visited)
+        return i + 1, new, _or(visited, new), _and(new, targets)
+
+    carry = (jnp.int32(0), frontier0, frontier0, hit0)
+    _, _, _, hit = lax.while_loop(going, layer, carry)
     return hit
 
 
@@ -213,7 +225,12 @@ def enemy_next_cell(
         sum(jnp.where(f, b[0], 0) for f, b in zip(free, bits, strict=True)),
         sum(jnp.where(f, b[1], 0) for f, b in zip(free, bits, strict=True)),
     )
-    hit = first_layer_hit(usable, goal, targets, MAX_LAYERS - 1)
+    # Tier 1 can differ from tier 2 only if some other occupied cell is passable:
+    # otherwise Occ is just e's own cell, and a shortest path back through e is
+    # never a best one, so the tier-2 step (free, not occupied) is the tier-1 step.
+    # Skipping the search then gives tier 1 "nothing" and tier 2 that same step.
+    others = _andnot(_and(occupied, passable), bits_of_cell(pos))
+    hit = first_layer_hit(usable, goal, targets, MAX_LAYERS - 1, can_path & _nonempty(others))
     hits = [((b[0] & hit[0]) | (b[1] & hit[1])) != 0 for b in bits]
 
     # Tier 3: greedy Manhattan step among free neighbours, even away from t.
