@@ -1,6 +1,6 @@
 """``hm-parity``: differential test of the JAX env against a Swift headless binary.
 
-    uv run hm-parity --swift-bin PATH --scenarios N --steps M --seed S
+    uv run hm-parity --swift-bin PATH --scenarios N --steps M --seed S [--workers 2]
 
 Prints a table (steps compared, matches by class, mismatches by category,
 coverage per action and rule area) and the shrunk repros as JSON; exits 1 on
@@ -15,7 +15,15 @@ import json
 import sys
 from pathlib import Path
 
-from hackmatrix_parity.engine import ACTION_NAMES, Config, Engine, Report, random_scenarios
+from hackmatrix_parity.client import resolve_swift_binary
+from hackmatrix_parity.engine import (
+    ACTION_NAMES,
+    Config,
+    Engine,
+    Report,
+    random_scenarios,
+    run_sharded,
+)
 
 
 def format_report(rep: Report, *, extensions: bool, full: bool) -> str:
@@ -69,6 +77,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--keys", type=int, default=16, help="JAX keys per round (random steps "
                    "get up to 16 rounds)")  # fmt: skip
     p.add_argument("--batch", type=int, default=8, help="scenarios run in lockstep")
+    p.add_argument("--workers", type=int, default=1, help="engine processes side by side "
+                   "(about one core each; scenario i runs in shard i mod workers)")  # fmt: skip
     p.add_argument("--deep-keys", type=int, default=65_536, help="keys of the deep search a "
                    "would-be mismatch gets first (0: off)")  # fmt: skip
     p.add_argument("--invalid-prob", type=float, default=0.03)
@@ -86,8 +96,12 @@ def main(argv: list[str] | None = None) -> int:
         deep_keys=args.deep_keys,
     )  # fmt: skip
     scenarios = random_scenarios(cfg.scenarios, cfg.seed)
+    if args.workers > 1:
+        args.swift_bin = str(resolve_swift_binary(args.swift_bin))  # built once, not per shard
+        rep = run_sharded(cfg, scenarios, args.swift_bin, args.workers)
     with Engine(cfg, args.swift_bin) as eng:
-        rep = eng.run(scenarios)
+        if args.workers <= 1:
+            rep = eng.run(scenarios)
         print(format_report(rep, extensions=eng.extensions, full=eng.full))
         shrunk = []
         if rep.failures and args.shrink > 0:

@@ -593,3 +593,41 @@ def run_parity(config: Config, swift_bin: str | None = None, command: list[str] 
     """Generate ``config.scenarios`` scenarios from ``config.seed`` and run them."""
     with Engine(config, swift_bin, command) as eng:
         return eng.run(random_scenarios(config.scenarios, config.seed)), eng
+
+
+def _run_shard(config: Config, swift_bin: str | None, scenarios: list[dict[str, Any]]) -> Report:
+    with Engine(config, swift_bin) as eng:
+        return eng.run(scenarios)
+
+
+def run_sharded(
+    config: Config, scenarios: list[dict[str, Any]], swift_bin: str | None, workers: int
+) -> Report:
+    """Run ``scenarios`` in ``workers`` processes (scenario i in shard i mod workers), merged.
+
+    The JAX side uses about one core per engine, so on a multi-core box shards
+    run side by side (each compiles once). Deterministic for a given
+    ``workers``: shard w runs with seed ``config.seed + w`` for its keys and
+    action choices. Processes are spawned, never forked (JAX is multithreaded).
+    """
+    if workers <= 1:
+        return _run_shard(config, swift_bin, scenarios)
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+    from dataclasses import replace
+
+    shards = [scenarios[w::workers] for w in range(workers)]
+    cfgs = [replace(config, seed=config.seed + w) for w in range(workers)]
+    report = Report()
+    with ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn")) as pool:
+        futures = [
+            pool.submit(_run_shard, c, swift_bin, sh)
+            for c, sh in zip(cfgs, shards, strict=True)
+            if sh
+        ]
+        for f in futures:
+            part = f.result()
+            seconds = max(report.seconds, part.seconds)
+            report.merge(part)
+            report.seconds = seconds  # wall time: the shards ran side by side
+    return report
