@@ -85,6 +85,10 @@ def main(argv=None) -> int:
                 "env_steps": update * cfg.batch_size,
             }
             row.update({k: m.get(k, float("nan")) for k in CURVE_KEYS})
+            # what training returns are made of (per-episode reward components, per-program uses)
+            row.update(
+                {k: v for k, v in m.items() if k.startswith(("reward/", "actions/program/"))}
+            )
             row["wall_seconds"] = time.perf_counter() - t0
             chunk = -(-update // cfg.log_interval)
             if args.eval_every and (chunk % args.eval_every == 0 or update == trainer.num_updates):
