@@ -169,3 +169,27 @@ def test_enemy_phase_equals_reference(seed, crowded):
     states = _states(seed, MAX_ENEMIES if crowded else 8, 12 if crowded else 4)
     keys = jax.random.split(jax.random.key(seed + 1), BATCH)
     _assert_trees_equal(_phase_new(keys, states), _phase_ref(keys, states))
+
+
+def _searches(mod, blocks, start, goal, glitch):
+    passable = mod.bits_from_map(glitch | ~blocks)
+    return mod.bfs_distance(blocks, start, goal), mod.tier2_direction_bits(passable, goal)
+
+
+_searches_new = jax.jit(jax.vmap(lambda *a: _searches(pathfinding, *a)))
+_searches_ref = jax.jit(jax.vmap(lambda *a: _searches(ref_pf, *a)))
+
+
+@settings(deadline=None, max_examples=12)
+@given(seed=st.integers(0, 2**30), p_block=st.sampled_from([0.1, 0.3, 0.45, 0.6]))
+def test_distance_and_tier2_maps_equal_reference(seed, p_block):
+    """Early-exit shaping BFS and tier-2 direction maps = the fixed 35-layer scans."""
+    k = jax.random.split(jax.random.key(seed), 4)
+    n = 1024
+    blocks = jax.random.bernoulli(k[0], p_block, (n, GRID_SIZE, GRID_SIZE))
+    start = jax.random.randint(k[1], (n, 2), 0, GRID_SIZE)
+    goal = jax.random.randint(k[2], (n, 2), 0, GRID_SIZE)
+    glitch = jax.random.bernoulli(k[3], 0.3, (n,))
+    _assert_trees_equal(
+        _searches_new(blocks, start, goal, glitch), _searches_ref(blocks, start, goal, glitch)
+    )

@@ -45,37 +45,22 @@ def _pool_word(alive: jax.Array) -> jax.Array:
     )
 
 
-def _shift_down(x: jax.Array, k: int) -> jax.Array:
-    """x[i + k] at slot i, zeros past the end (a static shift, no gather)."""
-    return jnp.concatenate([x[k:], jnp.zeros((k,), x.dtype)])
-
-
-def _shift_up(x: jax.Array, k: int) -> jax.Array:
-    """x[i - k] at slot i, zeros before the start (entries past the end are dropped)."""
-    return jnp.concatenate([jnp.zeros((k,), x.dtype), x[:-k]])
-
-
 _VALID_BIT = 1 << 18  # packed transmission word: marks an occupied slot
-_GAP_SHIFT = 24  # packed transmission word: bits 24-28 hold the slot's compaction distance
 
 
-def _compress(words: jax.Array, keep: jax.Array) -> jax.Array:
-    """uint32[32]: the kept ``words`` first in their order, zeros after (stable compaction).
+def _move_words(words: jax.Array, move: jax.Array, first_slot: jax.Array) -> jax.Array:
+    """uint32[32]: the ``move`` entries of ``words`` in order from slot ``first_slot``, zeros elsewhere.
 
-    ``words`` use bits 0-18 only. Each kept entry moves down by the number of
-    dropped entries before it, in five static shifts (1, 2, 4, 8, 16; lowest
-    first, which never makes two entries meet): no prefix-sum op, no gather.
+    Entry i goes to ``first_slot`` + (number of moved entries before i); slots past
+    the end drop it. One-hot [source, destination] compare and a max over sources
+    (at most one source per destination; words are nonzero): no prefix-sum op,
+    gather or scatter (slow on CPU under ``vmap``; a shift network measured 5x slower).
     """
     below = (jnp.uint32(1) << _SLOTS.astype(jnp.uint32)) - jnp.uint32(1)
-    kept_before = jax.lax.population_count(_pool_word(keep) & below)
-    gap = _SLOTS.astype(jnp.uint32) - kept_before  # dropped entries before each slot
-    x = jnp.where(keep, words | (gap << _GAP_SHIFT), jnp.uint32(0))
-    for k in range(5):
-        moving = ((x >> (_GAP_SHIFT + k)) & 1) == 1
-        incoming = _shift_down(x, 1 << k)
-        arrives = ((incoming >> (_GAP_SHIFT + k)) & 1) == 1
-        x = jnp.where(arrives, incoming, jnp.where(moving, jnp.uint32(0), x))
-    return x & jnp.uint32((1 << _GAP_SHIFT) - 1)
+    before = jax.lax.population_count(_pool_word(move) & below).astype(jnp.int32)
+    dest = first_slot + before  # int32[32]
+    hit = move[:, None] & (dest[:, None] == _SLOTS[None, :])  # bool[src, dst]
+    return jnp.max(jnp.where(hit, words[:, None], jnp.uint32(0)), axis=0)
 
 
 def hatch_transmissions(state: EnvState) -> EnvState:
@@ -86,9 +71,8 @@ def hatch_transmissions(state: EnvState) -> EnvState:
     enemy pool drops the surplus and sets ``overflow``.
 
     Each transmission is packed into one uint32 word (cell, kind, flags,
-    countdown); the hatched words are compacted and shifted to the first free
-    enemy slots, the others compacted in place, by static shifts only (no
-    prefix sum, gather or scatter: slow on CPU under ``vmap``).
+    countdown); the hatched words move to the first free enemy slots, the
+    others are compacted in place (``_move_words``).
     """
     t, e = state.transmissions, state.enemies
     u32 = jnp.uint32
@@ -104,11 +88,10 @@ def hatch_transmissions(state: EnvState) -> EnvState:
         | ((countdown.astype(u32) & u32(0xFF)) << 10)
         | u32(_VALID_BIT)
     )
-    # Hatched: compacted, then moved up to start at the first free enemy slot.
+    # Hatched: appended from the first free enemy slot; the others compacted in place.
     n_enemies = num_alive(e.alive)
-    born_words = _compress(words, hatch)
-    for k in range(6):  # shifts 1..32 (a full pool drops every hatched word)
-        born_words = jnp.where((n_enemies >> k) & 1 == 1, _shift_up(born_words, 1 << k), born_words)
+    born_words = _move_words(words, hatch, n_enemies)
+    kept = _move_words(words, stay, jnp.int32(0))
     born = born_words != 0
     cell = (born_words & u32(63)).astype(jnp.int32)
     born_pos = jnp.stack([cell // GRID_SIZE, cell % GRID_SIZE], axis=-1).astype(jnp.int8)
@@ -132,8 +115,7 @@ def hatch_transmissions(state: EnvState) -> EnvState:
         alive=e.alive | born,
     )
     lost = n_enemies + jnp.sum(hatch, dtype=jnp.int32) > MAX_ENEMIES
-    # Survivors: compacted in place, countdown - 1.
-    kept = _compress(words, stay)
+    # Survivors: countdown - 1.
     alive = kept != 0
     cell = (kept & u32(63)).astype(jnp.int32)
     transmissions = t.replace(
