@@ -1,7 +1,8 @@
 """The CI parity run: JAX vs the freshly built Swift binary, zero mismatches allowed.
 
 Scale: PARITY_SCENARIOS x PARITY_STEPS (env overrides; defaults sized for the CI
-budget). Each failure is shrunk and printed as a regression JSON.
+budget), run in PARITY_WORKERS engine processes side by side (default 2, the CI
+box's cores). Each failure is shrunk and printed as a regression JSON.
 """
 
 from __future__ import annotations
@@ -13,18 +14,25 @@ import pytest
 for _mod in ("game", "observation", "mask", "reward"):
     pytest.importorskip(f"hackmatrix_env.{_mod}")
 
-from hackmatrix_parity.engine import ACTION_NAMES, Config, Engine, random_scenarios  # noqa: E402
+from hackmatrix_parity.engine import (  # noqa: E402
+    ACTION_NAMES,
+    Config,
+    Engine,
+    random_scenarios,
+    run_sharded,
+)
 
-SCENARIOS = int(os.environ.get("PARITY_SCENARIOS", "1000"))
+SCENARIOS = int(os.environ.get("PARITY_SCENARIOS", "2000"))
 STEPS = int(os.environ.get("PARITY_STEPS", "20"))
+WORKERS = int(os.environ.get("PARITY_WORKERS", "2"))
 
 
 @pytest.fixture(scope="module")
 def report(swift_bin):
     cfg = Config(scenarios=SCENARIOS, steps=STEPS, seed=2024, num_keys=16, batch=8)
-    with Engine(cfg, swift_bin) as eng:
-        rep = eng.run(random_scenarios(cfg.scenarios, cfg.seed))
-        if rep.failures:
+    rep = run_sharded(cfg, random_scenarios(cfg.scenarios, cfg.seed), swift_bin, WORKERS)
+    if rep.failures:
+        with Engine(cfg, swift_bin) as eng:
             from hackmatrix_parity.shrink import Shrinker, repro_json
 
             for f in rep.failures[:3]:
