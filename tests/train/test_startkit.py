@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from hackmatrix_env import EnvParams, HackMatrix
-from hackmatrix_env.constants import FIRST_PROGRAM, NUM_PROGRAMS
+from hackmatrix_env.constants import FIRST_PROGRAM, NUM_PROGRAMS, PROGRAM_NAMES
 from hackmatrix_train.cli import build_parser, config_from_args, default_run_name
 from hackmatrix_train.config import TrainConfig, validate
 from hackmatrix_train.curriculum import StageCurriculum
@@ -58,6 +58,16 @@ def test_kit_leaves_the_board_and_everything_else_alone():
     np.testing.assert_array_equal(state.player.hp, BARE_STATE.player.hp)
 
 
+def test_pool_restricts_the_programs_handed_out():
+    _, state = _reset_all(StartKit(credits=1, programs=1, pool=("undo",)))
+    np.testing.assert_array_equal(state.owned_list[:, 0], PROGRAM_NAMES.index("undo"))
+    np.testing.assert_array_equal(state.num_owned, 1)
+    _, state = _reset_all(StartKit(programs=2, pool=("warp", "score", "d_bom")))
+    allowed = {PROGRAM_NAMES.index(n) for n in ("warp", "score", "d_bom")}
+    pairs = {tuple(r) for r in np.asarray(state.owned_list)[:, :2].tolist()}
+    assert all(set(p) <= allowed and p[0] != p[1] for p in pairs) and len(pairs) == 6
+
+
 def test_prob_draws_the_kit_for_a_fraction_of_resets():
     _, state = _reset_all(HALF)
     extra = np.asarray(state.player.siphons - BARE_STATE.player.siphons)
@@ -87,6 +97,12 @@ def test_bad_kits_are_refused_and_wrappers_compare_by_kit():
         StartKit(programs=24)
     with pytest.raises(ValueError, match=r"\[0, 1\]"):
         StartKit(prob=1.5)
+    with pytest.raises(ValueError, match="program names"):
+        StartKit(programs=1, pool=("undo", "nope"))
+    with pytest.raises(ValueError, match="program names"):
+        StartKit(programs=1, pool=("undo", "undo"))
+    with pytest.raises(ValueError, match="<= 1"):
+        StartKit(programs=2, pool=("undo",))
     same, other = StartKit(2, 5, 6, 3), StartKit(2, 5, 6, 2)
     assert same == KIT and other != KIT and KIT != BARE
     assert hash(KIT) == hash(StartKit(2, 5, 6, 3))
@@ -110,6 +126,11 @@ def test_cli_flags_build_the_kitted_training_env():
     trainer = make_train(cfg.replace(num_envs=4, num_steps=4, total_timesteps=16))
     assert trainer.env.unwrapped == BARE
     assert trainer.env._env == StartKit(siphons=3, programs=2, prob=0.5)
+    cfg, _ = config_from_args(
+        build_parser().parse_args(["--kit-programs", "1", "--kit-pool", "undo"])
+    )
+    trainer = make_train(cfg.replace(num_envs=4, num_steps=4, total_timesteps=16))
+    assert trainer.env == StartKit(programs=1, pool=("undo",)) != StartKit(programs=1)
     plain, _ = config_from_args(build_parser().parse_args([]))
     assert not plain.has_kit and not TrainConfig(kit_siphons=2, kit_prob=0.0).has_kit
     assert make_train(plain.replace(num_envs=4, num_steps=4, total_timesteps=16)).env == BARE

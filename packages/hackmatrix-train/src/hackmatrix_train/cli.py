@@ -87,6 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
     add("--kit-energy", help="start kit: extra energy")
     add("--kit-programs", help="start kit: this many distinct random programs owned")
     add("--kit-prob", help="start kit: fraction of training resets that get the kit")
+    add("--kit-pool", help="start kit: comma-separated program names to draw from (e.g. undo)")
     add("--log-interval", help="updates per jitted chunk / log line")
     add("--no-wandb", action="store_true", help="disable wandb")
     add("--project", help="wandb project")

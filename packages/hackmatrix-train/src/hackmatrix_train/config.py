@@ -50,6 +50,7 @@ class TrainConfig:
     kit_energy: int = 0
     kit_programs: int = 0
     kit_prob: float = 1.0
+    kit_pool: str | None = None  # comma-separated program names the kit programs come from
     # logging / checkpoints
     log_interval: int = 10  # updates per jitted chunk; log after each chunk
     no_wandb: bool = False

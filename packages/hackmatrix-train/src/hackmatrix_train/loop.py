@@ -203,9 +203,11 @@ def make_train(cfg: TrainConfig, env=None, env_params=None, devices=None) -> Tra
         if cfg.has_kit:
             from hackmatrix_train.startkit import StartKit
 
+            pool = None if cfg.kit_pool is None else tuple(cfg.kit_pool.split(","))
             env = StartKit(
-                cfg.kit_siphons, cfg.kit_credits, cfg.kit_energy, cfg.kit_programs, cfg.kit_prob
-            )
+                cfg.kit_siphons, cfg.kit_credits, cfg.kit_energy, cfg.kit_programs, cfg.kit_prob,
+                pool,
+            )  # fmt: skip
         if env_params is None:
             env_params = EnvParams(
                 max_steps_in_episode=cfg.max_steps_in_episode, start_stage=cfg.start_stage

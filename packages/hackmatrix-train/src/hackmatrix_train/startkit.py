@@ -4,7 +4,8 @@
 also gymnax's auto-reset inside ``step``) adds, with probability ``prob`` per reset, ``siphons``
 data siphons, ``credits`` and ``energy`` to the player's fresh-game stock (rules §10.1 R2-R3
 still apply first), and makes the player own ``programs`` distinct programs drawn uniformly
-(acquisition order = draw order). Nothing else changes: the board, enemies, the reward and the
+(acquisition order = draw order; from ``pool``, a tuple of program names, when given: e.g.
+``("undo",)`` hands out UNDO only). Nothing else changes: the board, enemies, the reward and the
 step are the real game's. The kit only lets the agent *experience* siphons and programs early;
 it is not the game, so evaluation uses ``unwrapped`` (the bare env, stage 1).
 
@@ -17,7 +18,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 from hackmatrix_env import HackMatrix
-from hackmatrix_env.constants import NUM_PROGRAMS
+from hackmatrix_env.constants import PROGRAM_NAMES
 
 _KIT_SITE = 0x4B17  # fold_in site of the kit draws
 
@@ -32,20 +33,28 @@ class StartKit(HackMatrix):
         energy: int = 0,
         programs: int = 0,
         prob: float = 1.0,
+        pool: tuple[str, ...] | None = None,
     ):
         super().__init__()
         kit = (int(siphons), int(credits), int(energy), int(programs))
         if min(kit) < 0:
             raise ValueError(f"start kit amounts must be >= 0, got {kit}")
-        if kit[3] > NUM_PROGRAMS:
-            raise ValueError(f"start kit programs must be <= {NUM_PROGRAMS}, got {kit[3]}")
+        names = PROGRAM_NAMES if pool is None else tuple(pool)
+        unknown = sorted(set(names) - set(PROGRAM_NAMES))
+        if unknown or len(set(names)) != len(names) or not names:
+            raise ValueError(
+                f"start kit pool must be distinct program names from {PROGRAM_NAMES}, got {names}"
+            )
+        if kit[3] > len(names):
+            raise ValueError(f"start kit programs must be <= {len(names)} (the pool), got {kit[3]}")
+        self.pool = tuple(PROGRAM_NAMES.index(n) for n in names)
         if not 0.0 <= float(prob) <= 1.0:
             raise ValueError(f"start kit probability must be in [0, 1], got {prob}")
         self.siphons, self.credits, self.energy, self.programs = kit
         self.prob = float(prob)
 
     def _key(self) -> tuple:
-        return (self.siphons, self.credits, self.energy, self.programs, self.prob)
+        return (self.siphons, self.credits, self.energy, self.programs, self.prob, self.pool)
 
     def __eq__(self, other: object) -> bool:
         return type(other) is type(self) and other._key() == self._key()
@@ -56,7 +65,7 @@ class StartKit(HackMatrix):
     def __repr__(self) -> str:
         return (
             f"StartKit(siphons={self.siphons}, credits={self.credits}, energy={self.energy}, "
-            f"programs={self.programs}, prob={self.prob})"
+            f"programs={self.programs}, prob={self.prob}, pool={self.pool})"
         )
 
     @property
@@ -81,7 +90,8 @@ class StartKit(HackMatrix):
         )
         state = state.replace(player=player)
         if self.programs:
-            drawn = jax.random.permutation(k_prog, NUM_PROGRAMS)[: self.programs]
+            order = jax.random.permutation(k_prog, len(self.pool))[: self.programs]
+            drawn = jnp.asarray(self.pool, jnp.int32)[order]
             owned = state.owned_list.at[: self.programs].set(drawn.astype(state.owned_list.dtype))
             state = state.replace(
                 owned_list=jnp.where(on, owned, state.owned_list),
