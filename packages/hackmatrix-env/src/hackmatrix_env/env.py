@@ -25,8 +25,8 @@ truncated``) with two savings (specs/env-shell.md §4): the UNDO history
 buffer is not selected between the reset and the stepped state (on reset only
 the ring's counters are zeroed: an empty ring is never read), and under
 ``vmap`` the reset is computed only for the envs that are done
-(``batching.compute_where``; dense fallback when more than 1/8 of the batch ends
-at once). Results equal the base class's ``step`` exactly, apart from the
+(``batching.compute_where``: 64-row chunks at 4,096 envs, as many as the done
+rows need). Results equal the base class's ``step`` exactly, apart from the
 unread snapshot buffer.
 """
 
