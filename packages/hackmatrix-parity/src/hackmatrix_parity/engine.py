@@ -479,11 +479,10 @@ class Engine:
         landed elsewhere), and the new stage itself is random as a whole.
         """
         stagegen = self._stagegen(sw)
+        completed_only = stagegen and not self._wants_more(sw, rounds)
         cands: list[tuple[dict[str, np.ndarray], int, jax_side.Candidates]] = []
         for ob, host in rounds:
-            keep = np.ones(len(ob["stage_complete"]), bool)
-            if stagegen and any(bool(o["stage_complete"].any()) for o, _ in rounds):
-                keep = ob["stage_complete"].astype(bool)
+            keep = ob["stage_complete"] if completed_only else np.ones_like(ob["stage_complete"])
             cands += [(ob, int(k), host) for k in np.flatnonzero(keep)]
         out = {k: np.stack([ob[k][i] for ob, i, _ in cands]) for k in rounds[0][0]}
         det = cmp.determined(out)
