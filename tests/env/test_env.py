@@ -26,6 +26,7 @@ INFO_KEYS = {
     "terminated",
     "truncated",
     "final_observation",
+    "history_overflow",
 }
 
 

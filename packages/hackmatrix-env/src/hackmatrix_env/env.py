@@ -4,7 +4,8 @@ A thin shell over ``game.step_game`` (interface §1), ``stage.reset_game``
 (rules §10.1) and ``observation.observe`` (interface §3)::
 
     env = HackMatrix()
-    params = env.default_params            # EnvParams(max_steps_in_episode=1000, start_stage=1)
+    params = env.default_params            # EnvParams(max_steps_in_episode=1000, start_stage=1,
+                                           #           history_depth=16)
     obs, state = env.reset(key, params)
     obs, state, reward, terminated, truncated, info = env.step(key, state, action, params)
 
@@ -17,7 +18,10 @@ A thin shell over ``game.step_game`` (interface §1), ``stage.reset_game``
   player died, or stage 8 was completed (victory). ``truncated``: ``time``
   reached ``params.max_steps_in_episode``.
 * ``info`` has the same keys every step: ``reward_breakdown``,
-  ``action_kind`` (int8, ``ActionKind``), ``invalid_action`` (bool), plus
+  ``action_kind`` (int8, ``ActionKind``), ``invalid_action`` (bool),
+  ``history_overflow`` (bool: the episode's UNDO ring ran dry while the
+  reference's unbounded stack would not, so from there on it may differ from
+  Swift; raise ``EnvParams.history_depth``, specs/programs.md §5), plus
   gymnax's ``terminated``, ``truncated`` and ``final_observation``.
 
 ``step`` keeps the gymnax 1.0 contract (auto-reset on ``terminated |
@@ -96,6 +100,12 @@ class HackMatrix(environment.Environment[EnvState, EnvParams]):
         """gymnax 1.0 ``step`` with auto-reset; the history buffer is not selected (see module doc)."""
         if params is None:
             params = self.default_params
+        if state.history.depth != params.history_depth:  # static ints: checked at trace time
+            raise ValueError(
+                f"state has an UNDO history of depth {state.history.depth} but "
+                f"params.history_depth is {params.history_depth}; reset with the same params "
+                "(or build scenarios with state_from_json(..., history_depth=...))"
+            )
         key_step, key_reset = jax.random.split(key)
         obs_st, state_st, reward, terminated, info = self.step_env(key_step, state, action, params)
         truncated = self.is_truncated(state_st, params)
@@ -134,6 +144,7 @@ class HackMatrix(environment.Environment[EnvState, EnvParams]):
             "reward_breakdown": breakdown,
             "action_kind": ev.action_kind,
             "invalid_action": ev.invalid,
+            "history_overflow": next_state.overflow,
         }
         obs = self.observe(key, next_state, action, params)
         return obs, next_state, reward.astype(jnp.float32), terminated, info

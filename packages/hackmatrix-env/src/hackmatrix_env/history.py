@@ -1,7 +1,7 @@
 """Fixed-depth UNDO history: a ring buffer of snapshots (rules §11).
 
-The reference stack is unbounded. We keep the newest ``HISTORY_DEPTH``
-snapshots; a push onto a full ring overwrites the oldest and counts it in
+The reference stack is unbounded. We keep the newest ``History.depth``
+snapshots (``EnvParams.history_depth``, default ``HISTORY_DEPTH`` = 16); a push onto a full ring overwrites the oldest and counts it in
 ``History.lost``. Because UNDO only ever pops the top, the ring agrees with the
 reference stack exactly until the ring is emptied while ``lost > 0``: from then
 on the reference would still offer UNDO and we do not. ``pop_snapshot`` sets
@@ -19,7 +19,6 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from hackmatrix_env.constants import HISTORY_DEPTH
 from hackmatrix_env.types import (
     Enemies,
     EnvState,
@@ -68,13 +67,15 @@ def push_snapshot(state: EnvState, enabled: jax.Array | bool = True) -> EnvState
         return jax.lax.dynamic_update_index_in_dim(buf, jnp.where(enabled, x, old), slot, 0)
 
     stacked = jax.tree.map(write, hist.snapshots, snap)
-    full = hist.size >= HISTORY_DEPTH
+    depth = hist.depth
+    full = hist.size >= depth
     inc = enabled.astype(jnp.int32)
     hist = History(
         snapshots=stacked,
-        top=jnp.where(enabled, (slot + 1) % HISTORY_DEPTH, slot).astype(jnp.int32),
-        size=jnp.minimum(hist.size + inc, HISTORY_DEPTH).astype(jnp.int32),
+        top=jnp.where(enabled, (slot + 1) % depth, slot).astype(jnp.int32),
+        size=jnp.minimum(hist.size + inc, depth).astype(jnp.int32),
         lost=hist.lost + (full & enabled).astype(jnp.int32),
+        depth=depth,
     )
     return state.replace(history=hist)
 
@@ -87,7 +88,7 @@ def has_snapshot(state: EnvState) -> jax.Array:
 def peek_snapshot(state: EnvState) -> Snapshot:
     """The newest snapshot, read from one slot (garbage when the ring is empty)."""
     hist = state.history
-    slot = (hist.top - 1) % HISTORY_DEPTH
+    slot = (hist.top - 1) % hist.depth
     return jax.tree.map(
         lambda buf: jax.lax.dynamic_index_in_dim(buf, slot, keepdims=False), hist.snapshots
     )
@@ -101,7 +102,7 @@ def drop_snapshot(state: EnvState) -> EnvState:
     Works on a state whose ``history.snapshots`` was stripped (None).
     """
     hist = state.history
-    slot = (hist.top - 1) % HISTORY_DEPTH
+    slot = (hist.top - 1) % hist.depth
     size = jnp.maximum(hist.size - 1, 0)
     hist = hist.replace(top=slot.astype(jnp.int32), size=size.astype(jnp.int32))
     diverged = (size == 0) & (hist.lost > 0)

@@ -36,6 +36,7 @@ from jumanji.types import TimeStep, restart, termination, transition, truncation
 from hackmatrix_env.constants import (
     GRID_CHANNELS,
     GRID_SIZE,
+    HISTORY_DEPTH,
     NUM_ACTIONS,
     NUM_PROGRAMS,
     NUM_REWARD_COMPONENTS,
@@ -46,7 +47,7 @@ from hackmatrix_env.game import step_game
 from hackmatrix_env.observation import observe
 from hackmatrix_env.reward import reward_breakdown, total_reward
 from hackmatrix_env.stage import reset_game
-from hackmatrix_env.types import EnvParams, EnvState, Observation
+from hackmatrix_env.types import EnvParams, EnvState, Observation, check_history_depth
 
 
 @chex.dataclass
@@ -63,22 +64,34 @@ class HackMatrixJumanji(Environment[State, specs.DiscreteArray, Observation]):
     Args:
         start_stage: curriculum start stage (1 = the real game), as ``EnvParams.start_stage``.
         max_steps: optional step limit; reaching it ends the episode by truncation.
+        history_depth: UNDO snapshots kept, as ``EnvParams.history_depth`` (default 16).
     """
 
-    def __init__(self, start_stage: int = 1, max_steps: int | None = None):
+    def __init__(
+        self,
+        start_stage: int = 1,
+        max_steps: int | None = None,
+        history_depth: int = HISTORY_DEPTH,
+    ):
         if not 1 <= int(start_stage) <= 8:
             raise ValueError(f"start_stage must be in 1..8, got {start_stage}")
         if max_steps is not None and int(max_steps) < 1:
             raise ValueError(f"max_steps must be positive, got {max_steps}")
         self.start_stage = int(start_stage)
         self.max_steps = None if max_steps is None else int(max_steps)
+        self.history_depth = check_history_depth(history_depth)
         self._params = EnvParams(
-            max_steps_in_episode=self.max_steps or 2**31 - 1, start_stage=self.start_stage
+            max_steps_in_episode=self.max_steps or 2**31 - 1,
+            start_stage=self.start_stage,
+            history_depth=self.history_depth,
         )
         super().__init__()  # last: it evaluates the specs
 
     def __repr__(self) -> str:
-        return f"HackMatrixJumanji(start_stage={self.start_stage}, max_steps={self.max_steps})"
+        return (
+            f"HackMatrixJumanji(start_stage={self.start_stage}, max_steps={self.max_steps}, "
+            f"history_depth={self.history_depth})"
+        )
 
     def reset(self, key: chex.PRNGKey) -> tuple[State, TimeStep[Observation]]:
         """A fresh game (rules §10.1)."""

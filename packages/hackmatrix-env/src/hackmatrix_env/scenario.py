@@ -51,7 +51,7 @@ from hackmatrix_env.constants import (
     EnemyKind,
     Resource,
 )
-from hackmatrix_env.types import EnvState, blank_state
+from hackmatrix_env.types import EnvState, blank_state, check_history_depth
 
 _I8 = (-(2**7), 2**7 - 1)
 _I32 = (-(2**31), 2**31 - 1)
@@ -139,9 +139,10 @@ def _on_board(r: int, c: int) -> bool:
     return 0 <= r < GRID_SIZE and 0 <= c < GRID_SIZE
 
 
-def _numpy_blank() -> EnvState:
-    """A mutable numpy copy of ``blank_state()`` (every leaf an ndarray, 0-d included)."""
-    return jax.tree.map(lambda x: np.array(x), _BLANK)
+def _numpy_blank(history_depth: int = HISTORY_DEPTH) -> EnvState:
+    """A mutable numpy copy of ``blank_state(history_depth)`` (every leaf an ndarray, 0-d too)."""
+    blank = _BLANK if history_depth == HISTORY_DEPTH else jax.device_get(blank_state(history_depth))
+    return jax.tree.map(lambda x: np.array(x), blank)
 
 
 def _to_jax(state: EnvState) -> EnvState:
@@ -154,7 +155,9 @@ _BLANK = jax.device_get(blank_state())
 # --------------------------------------------------------------------------- setState
 
 
-def state_from_json(d: dict, *, strict: bool = True) -> EnvState:
+def state_from_json(
+    d: dict, *, strict: bool = True, history_depth: int = HISTORY_DEPTH
+) -> EnvState:
     """Build the state ``setState`` would build (interface §5.7, rules §15).
 
     Args:
@@ -162,9 +165,13 @@ def state_from_json(d: dict, *, strict: bool = True) -> EnvState:
         strict: raise ``ValueError`` (naming the field) on every input Swift
             would skip or ignore silently, or that would crash it later;
             ``False`` follows Swift's lenient behaviour exactly.
+        history_depth: the UNDO ring's size; must equal the ``EnvParams.history_depth``
+            the state is stepped with (the history starts empty either way).
     """
     _check_keys(d, _TOP_KEYS, "state", strict)
-    s = _numpy_blank()  # step 1-2: fresh game, cleared grid/entities/history
+    s = _numpy_blank(
+        check_history_depth(history_depth)
+    )  # step 1-2: fresh game, cleared grid/entities/history
     g = s.grid
 
     # Step 3: player.
@@ -759,7 +766,7 @@ def full_state_json(state: EnvState, *, include_history: bool = True) -> dict:
     if include_history:
         h = s.history
         size, top = int(h.size), int(h.top)
-        slots = [(top - size + k) % HISTORY_DEPTH for k in range(size)]
+        slots = [(top - size + k) % h.depth for k in range(size)]
         out["history"] = [
             _snapshot_json(jax.tree.map(lambda x, i=i: x[i], h.snapshots)) for i in slots
         ]
@@ -877,15 +884,16 @@ class _Reader:
         return r, c
 
 
-def state_from_full_json(d: dict) -> EnvState:
+def state_from_full_json(d: dict, *, history_depth: int = HISTORY_DEPTH) -> EnvState:
     """Inverse of ``full_state_json`` (Swift ``setFullState`` schema, specs/swift.md).
 
     Every key is required except ``history`` (absent: empty) and ``jax``
-    (absent: time 0, no overflow). A history longer than ``HISTORY_DEPTH``
+    (absent: time 0, no overflow). A history longer than ``history_depth``
     keeps the newest snapshots and counts the rest in ``history.lost``.
     """
+    depth = check_history_depth(history_depth)
     f = _Reader(d, "state")
-    s = _numpy_blank()
+    s = _numpy_blank(depth)
     s.stage[...] = f.int("stage", _I8, "int8")
     if int(s.stage) < 1:
         raise ValueError("state.stage: must be >= 1")
@@ -900,20 +908,21 @@ def state_from_full_json(d: dict) -> EnvState:
         x = _Reader(extras, "state.jax")
         s.time[...] = x.int("time")
         s.overflow[...] = x.bool("overflow")
-        lost, top = x.int("historyLost"), x.int("historyTop", (0, HISTORY_DEPTH - 1), "ring")
+        lost, top = x.int("historyLost"), x.int("historyTop", (0, depth - 1), "ring")
     else:
         lost, top = 0, None
     items = d.get("history") or []
     if not isinstance(items, list):
         raise ValueError("state.history: expected a list")
-    keep = items[-HISTORY_DEPTH:]
+    keep = items[-depth:]
     lost += len(items) - len(keep)
     n = len(keep)
-    top = n % HISTORY_DEPTH if top is None else top
+    top = n % depth if top is None else top
     snaps = s.history.snapshots
+    blank_snap = jax.tree.map(lambda x: np.array(x[0]), snaps)  # before any slot is written
     for k, item in enumerate(keep):
-        slot = (top - n + k) % HISTORY_DEPTH
-        snap = jax.tree.map(lambda x: np.array(x[0]), _BLANK.history.snapshots)
+        slot = (top - n + k) % depth
+        snap = jax.tree.map(np.copy, blank_snap)
         snap.owned_list[...] = -1  # padding, as in a live state
         _read_snapshot(_Reader(item, f"state.history[{len(items) - n + k}]"), snap)
         jax.tree.map(lambda buf, x, slot=slot: buf.__setitem__(slot, x), snaps, snap)

@@ -410,7 +410,7 @@ def reset_game(key: jax.Array, params: EnvParams) -> EnvState:
     corner = jnp.minimum((u[0] * 4).astype(jnp.int32), 3)  # R2
     bonus = jnp.minimum((u[1] * 3).astype(jnp.int32), 2)  # R3
     stage = jnp.clip(jnp.asarray(params.start_stage, jnp.int32), 1, NUM_STAGES)
-    s = blank_state()
+    s = blank_state(params.history_depth)
     player = s.player.replace(
         pos=jnp.asarray(CORNERS, jnp.int8)[corner],
         credits=jnp.where(bonus == 0, START_CREDITS_BONUS, 0).astype(jnp.int32),

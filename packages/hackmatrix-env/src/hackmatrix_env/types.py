@@ -11,16 +11,19 @@ alive entries occupy slots 0..count-1 in list order, appends write at slot
 (rules §2.7) and no spawn sequence number is needed.
 
 Shape symbols: E = MAX_ENEMIES, T = MAX_TRANSMISSIONS, L = MAX_OWNED_LIST,
-H = HISTORY_DEPTH, 6x6 grid indexed [row, col] with row 0 at the bottom.
+H = History.depth (default HISTORY_DEPTH), 6x6 grid indexed [row, col] with row 0 at the bottom.
 """
 
 from __future__ import annotations
 
+import operator
 from typing import NamedTuple
 
 import jax
 from flax import struct
 from gymnax.environments import environment
+
+from hackmatrix_env.constants import HISTORY_DEPTH
 
 
 @struct.dataclass
@@ -110,6 +113,8 @@ class History:  # rules §11: fixed-depth ring buffer of snapshots
     top: jax.Array  # int32[]  slot the next push writes (mod H)
     size: jax.Array  # int32[]  snapshots held (0..H)
     lost: jax.Array  # int32[]  snapshots dropped because the ring was full
+    # H, static: the ring arithmetic needs it even when ``snapshots`` is stripped (None).
+    depth: int = struct.field(pytree_node=False, default=HISTORY_DEPTH)
 
 
 @struct.dataclass
@@ -138,10 +143,16 @@ class EnvState(environment.EnvState):
 
 @struct.dataclass
 class EnvParams(environment.EnvParams):
-    """Traced knobs. Shapes never depend on these."""
+    """Traced knobs, except ``history_depth``, which is static (it sets a buffer's shape).
+
+    ``history_depth`` is the number of UNDO snapshots kept (specs/programs.md §5): the
+    default 16 is exact for ordinary play; a study of UNDO-heavy policies (the stage
+    farm) raises it. Changing it recompiles.
+    """
 
     max_steps_in_episode: int = 1000
     start_stage: int = 1  # curriculum: reset generates this stage (1 = the real game)
+    history_depth: int = struct.field(pytree_node=False, default=HISTORY_DEPTH)
 
 
 class Observation(NamedTuple):
@@ -171,17 +182,29 @@ class StepEvents:
     dist_before: jax.Array  # int32[]  D0 (interface §4.5), 0 if no path
 
 
-def blank_state() -> EnvState:
+def check_history_depth(depth: object) -> int:
+    """``depth`` as an int ≥ 1, or a ``ValueError`` that says what is wrong."""
+    try:
+        value = None if isinstance(depth, bool) else operator.index(depth)
+    except TypeError:
+        value = None
+    if value is None or value < 1:
+        raise ValueError(f"history_depth must be an int >= 1 (a static size), got {depth!r}")
+    return value
+
+
+def blank_state(history_depth: int = HISTORY_DEPTH) -> EnvState:
     """A state of the declared shapes and dtypes: empty board, no entities, fresh counters.
 
     Not a game position by itself (the exit is unset); ``stage.reset_game`` and
     ``scenario.state_from_json`` start from it. It fixes every dtype in one place.
+    ``history_depth`` (static, ≥ 1) is the UNDO ring's size.
     """
+    history_depth = check_history_depth(history_depth)
     import jax.numpy as jnp  # local: keeps this module's import surface tiny
 
     from hackmatrix_env.constants import (
         GRID_SIZE,
-        HISTORY_DEPTH,
         INITIAL_TASK_INTERVAL,
         MAX_ENEMIES,
         MAX_HP,
@@ -260,10 +283,11 @@ def blank_state() -> EnvState:
     import jax as _jax
 
     history = History(
-        snapshots=_jax.tree.map(lambda x: jnp.zeros((HISTORY_DEPTH, *x.shape), x.dtype), snapshot),
+        snapshots=_jax.tree.map(lambda x: jnp.zeros((history_depth, *x.shape), x.dtype), snapshot),
         top=i32(0),
         size=i32(0),
         lost=i32(0),
+        depth=history_depth,
     )
     return EnvState(
         time=i32(0),

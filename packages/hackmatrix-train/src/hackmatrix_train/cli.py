@@ -82,6 +82,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="curriculum: each episode starts at a stage drawn uniformly from "
         "--start-stage..this (training only; evaluation uses --start-stage)",
     )
+    add(
+        "--history-depth",
+        help="UNDO snapshots kept (EnvParams.history_depth); raise it for UNDO-heavy "
+        "policies, see stats/history_overflow_frac",
+    )
     add("--kit-siphons", help="start kit (training resets only): extra data siphons")
     add("--kit-credits", help="start kit: extra credits")
     add("--kit-energy", help="start kit: extra energy")
@@ -322,7 +327,9 @@ def evaluate_checkpoint(
 
         env, program_names = HackMatrix(), PROGRAM_NAMES
         env_params = EnvParams(
-            max_steps_in_episode=cfg.max_steps_in_episode, start_stage=cfg.start_stage
+            max_steps_in_episode=cfg.max_steps_in_episode,
+            start_stage=cfg.start_stage,
+            history_depth=cfg.history_depth,
         )
     elif env_params is None:
         env_params = env.default_params

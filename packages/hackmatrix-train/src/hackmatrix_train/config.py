@@ -10,6 +10,8 @@ import dataclasses
 import math
 from dataclasses import dataclass, field
 
+from hackmatrix_env.constants import HISTORY_DEPTH
+
 TARGET_MINIBATCH = 8192  # auto-scaling keeps num_envs * num_steps / num_minibatches near this
 MIN_EPOCHS = 2  # auto-scaling never lowers update_epochs below this
 NETWORKS = ("mlp", "grid")
@@ -44,6 +46,7 @@ class TrainConfig:
     max_steps_in_episode: int = 1000
     start_stage: int = 1
     start_stage_max: int | None = None  # curriculum: resets start uniformly in start..max
+    history_depth: int = HISTORY_DEPTH  # UNDO snapshots kept (EnvParams.history_depth; static, recompiles)
     # start-kit curriculum (training resets only, startkit.py): extra stock with prob kit_prob
     kit_siphons: int = 0
     kit_credits: int = 0
@@ -144,6 +147,8 @@ def validate(cfg: TrainConfig, num_devices: int = 1) -> None:
         raise ValueError("--lr, --clip-eps and --max-grad-norm must be > 0")
     if not 1 <= cfg.start_stage <= 8:
         raise ValueError("--start-stage must be in 1..8")
+    if cfg.history_depth < 1:
+        raise ValueError(f"--history-depth must be >= 1, got {cfg.history_depth}")
     for name in ("kit_siphons", "kit_credits", "kit_energy", "kit_programs"):
         if getattr(cfg, name) < 0:
             raise ValueError(f"--{name.replace('_', '-')} must be >= 0, got {getattr(cfg, name)}")

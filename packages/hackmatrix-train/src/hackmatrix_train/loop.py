@@ -176,6 +176,7 @@ class Trainer:
             m["stats/mean_stage"] = s["ep_stage"] / eps
             m["stats/highest_stage"] = s["ep_stage_max"]
             m["stats/win_rate"] = s["ep_wins"] / eps
+            m["stats/history_overflow_frac"] = s["ep_overflow"] / eps
         else:
             for i in range(self.num_actions):
                 m[f"actions/a{i}_frac"] = counts[i] / total
@@ -210,7 +211,9 @@ def make_train(cfg: TrainConfig, env=None, env_params=None, devices=None) -> Tra
             )  # fmt: skip
         if env_params is None:
             env_params = EnvParams(
-                max_steps_in_episode=cfg.max_steps_in_episode, start_stage=cfg.start_stage
+                max_steps_in_episode=cfg.max_steps_in_episode,
+                start_stage=cfg.start_stage,
+                history_depth=cfg.history_depth,
             )
         if cfg.start_stage_max is not None:
             env = StageCurriculum(env, cfg.start_stage_max)

@@ -129,6 +129,10 @@ def collect_rollout(
             "ep_stage": (ep_stage * d).sum(),
             "ep_stage_max": jnp.max(jnp.where(done, ep_stage, 0)).astype(jnp.float32),
             "ep_wins": (won & done).astype(jnp.float32).sum(),
+            # episodes whose UNDO ring ran dry while Swift's stack would not (inexact tail)
+            "ep_overflow": (info.get("history_overflow", jnp.zeros(num_envs, bool)) & done)
+            .astype(jnp.float32)
+            .sum(),
             "action_counts": jax.nn.one_hot(action, num_actions).sum(0),
             "kind_counts": kind_counts,
             "invalid": info.get("invalid_action", jnp.zeros(num_envs, bool))

@@ -1,0 +1,53 @@
+"""``stats/history_overflow_frac``: episodes whose UNDO ring ran dry while Swift's would not.
+
+A uniform policy that owns UNDO from the start (start kit) overflows a 1-deep ring within a
+few turns (two enemy phases, then one UNDO empties a ring that dropped a snapshot); a ring
+deeper than the episode is long can never overflow, however often UNDO is pressed.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import pytest
+from hackmatrix_env import EnvParams
+from hackmatrix_env.constants import FIRST_PROGRAM, NUM_REWARD_COMPONENTS, PROGRAM_NAMES
+from hackmatrix_train.rollout import collect_rollout, init_episode_acc
+from hackmatrix_train.startkit import StartKit
+
+NUM_ENVS, NUM_STEPS, MAX_STEPS = 16, 96, 40
+UNDO_ACTION = FIRST_PROGRAM + PROGRAM_NAMES.index("undo")
+ENV = StartKit(credits=50, programs=1, pool=("undo",))
+
+
+def _uniform(params, obs):
+    return jnp.zeros(obs.action_mask.shape, jnp.float32), jnp.zeros(obs.action_mask.shape[:-1])
+
+
+def _rollout_stats(depth: int) -> dict:
+    env_params = EnvParams(max_steps_in_episode=MAX_STEPS, history_depth=depth)
+
+    @jax.jit
+    def run(key):
+        k_reset, k_roll = jax.random.split(key)
+        obs, state = jax.vmap(ENV.reset, in_axes=(0, None))(
+            jax.random.split(k_reset, NUM_ENVS), env_params
+        )
+        acc = init_episode_acc(NUM_ENVS, NUM_REWARD_COMPONENTS)
+        *_, stats = collect_rollout(
+            k_roll, _uniform, None, ENV, env_params, state, obs, acc, NUM_STEPS
+        )
+        return stats
+
+    return jax.device_get(run(jax.random.key(3)))
+
+
+@pytest.mark.parametrize("depth", [1, MAX_STEPS + 1])
+def test_overflow_episodes_are_counted_only_when_the_ring_can_run_dry(depth):
+    stats = _rollout_stats(depth)
+    assert stats["ep_count"] >= NUM_ENVS  # every env finished at least one episode
+    assert stats["action_counts"][UNDO_ACTION] > 50  # UNDO was pressed a lot either way
+    if depth == 1:
+        assert 0 < stats["ep_overflow"] <= stats["ep_count"]
+    else:
+        assert stats["ep_overflow"] == 0
