@@ -46,7 +46,7 @@ class TrainConfig:
     max_steps_in_episode: int = 1000
     start_stage: int = 1
     start_stage_max: int | None = None  # curriculum: resets start uniformly in start..max
-    history_depth: int = HISTORY_DEPTH  # UNDO snapshots kept (EnvParams.history_depth; static, recompiles)
+    history_depth: int = HISTORY_DEPTH  # UNDO ring size (EnvParams.history_depth, static)
     # start-kit curriculum (training resets only, startkit.py): extra stock with prob kit_prob
     kit_siphons: int = 0
     kit_credits: int = 0
