@@ -9,12 +9,14 @@ find it. Swift is seeded, so both runs see the same Swift outcomes.
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
 
 pytest.importorskip("hackmatrix_env.game")
 
+from hackmatrix_env.scenario import state_from_full_json
 from hackmatrix_parity.engine import Config, Engine
 
 CROWD = {
@@ -77,3 +79,57 @@ def test_warp_onto_exit_gets_more_rounds_until_a_key_completes_the_stage(swift_b
             rep = eng.run([case["scenario"]], [case["actions"]])
         assert rep.areas["stage_complete"] == 1, "Swift seed 4 no longer completes the stage"
         assert dict(rep.steps) == {want: 1}, (rounds, dict(rep.steps))
+
+
+# Twenty enemies round the player: one enemy phase has thousands of equally likely outcomes
+# (Swift re-drawing the same pre-state repeats an outcome about never), so no key budget
+# reproduces Swift's outcome as a whole.
+_KINDS = (("virus", 2), ("daemon", 3), ("glitch", 2), ("cryptog", 2))
+SWARM = {
+    "player": {"row": 2, "col": 2, "hp": 3},
+    "enemies": [
+        {"type": _KINDS[i % 4][0], "hp": _KINDS[i % 4][1], "row": r, "col": c}
+        for i, (r, c) in enumerate(
+            [(r, c) for r in range(6) for c in range(6)
+             if abs(r - 2) + abs(c - 2) >= 2 and (r, c) != (5, 5)][:20]
+        )
+    ],
+}  # fmt: skip
+
+
+def run_swarm(command: list[str], marginal: bool, script: list[int]):
+    # One key per lane: every element of the first candidate counts as determined, so any
+    # difference goes to the deep search (256 keys), which cannot match the whole outcome.
+    cfg = Config(batch=8, num_keys=1, seed=3, extra_rounds=0, deep_keys=256, marginal=marginal)
+    with Engine(cfg, command=command) as eng:
+        return eng.run([SWARM], [script])
+
+
+def test_swarm_step_without_exact_match_is_resynced_on_per_element_support(swift_bin):
+    command = [swift_bin, "--headless-cli", "--seed", "5"]
+    exact = run_swarm(command, marginal=False, script=[0, 1])
+    assert exact.steps["mismatch"] == 1 and exact.deep_searches["not_found"] == 1, dict(exact.steps)
+    (failure,) = exact.failures
+    state_from_full_json(failure.pre_state)  # Swift's pre-step state, loadable for re-sampling
+    assert failure.pre_state["turn"] == 0 and len(failure.pre_state["enemies"]) == 20
+
+    lenient = run_swarm(command, marginal=True, script=[0, 1])
+    assert lenient.mismatches == 0 and lenient.deep_searches["marginal"] >= 1, dict(lenient.steps)
+    assert lenient.steps["resync"] == 2
+
+
+TAMPER = Path(__file__).with_name("tamper_proxy.py")
+
+
+def test_planted_rule_difference_is_a_mismatch_after_deep_search_and_support(swift_bin):
+    """A glitch Swift 'shows' on an empty board: outside every candidate's support."""
+    command = [sys.executable, str(TAMPER), "3", swift_bin, "--headless-cli", "--seed", "1"]
+    cfg = Config(batch=8, num_keys=16, seed=0, deep_keys=256)
+    with Engine(cfg, command=command) as eng:
+        rep = eng.run([{"player": {"row": 0, "col": 0}}], [[0, 3, 0, 3]])
+    assert rep.steps["mismatch"] == 1 and rep.deep_searches["not_found"] == 1, dict(rep.steps)
+    assert rep.deep_searches["marginal"] == 0
+    (failure,) = rep.failures
+    assert failure.step == 3
+    assert any(d.category.endswith("glitch") for d in failure.diffs), failure.as_json()["diffs"]
+    assert failure.pre_state is not None and failure.pre_state["turn"] == 2
