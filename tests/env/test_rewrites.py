@@ -193,3 +193,22 @@ def test_distance_and_tier2_maps_equal_reference(seed, p_block):
     _assert_trees_equal(
         _searches_new(blocks, start, goal, glitch), _searches_ref(blocks, start, goal, glitch)
     )
+
+
+_spawns_new = jax.jit(jax.vmap(enemies.place_scheduled_and_owed))
+_spawns_ref = jax.jit(
+    jax.vmap(lambda ka, kb, s: enemies.place_owed_spawns(kb, enemies.run_scheduled_task(ka, s)))
+)
+
+
+@settings(deadline=None, max_examples=10)
+@given(seed=st.integers(0, 2**30), n_trans=st.sampled_from([4, 20, MAX_TRANSMISSIONS]))
+def test_scheduled_and_owed_equal_two_placements(seed, n_trans):
+    """One placement loop for §7.8 + §7.9 = the scheduled task, then the owed spawns."""
+    states = _states(seed, 12, n_trans)
+    k = jax.random.split(jax.random.key(seed + 2), 3)
+    # Owed counts 0..40 (more than the 32-long scan: the overflow rule), task due or not.
+    owed = jax.random.randint(k[0], (BATCH,), 0, 41) * jax.random.bernoulli(k[1], 0.5, (BATCH,))
+    states = states.replace(pending_siphon_spawns=owed.astype(jnp.int32))
+    ka, kb = (jax.random.split(x, BATCH) for x in jax.random.split(k[2]))
+    _assert_trees_equal(_spawns_new(ka, kb, states), _spawns_ref(ka, kb, states))
