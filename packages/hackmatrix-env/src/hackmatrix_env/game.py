@@ -89,21 +89,24 @@ def step_game(
     moved, dir_ok, shot, dir_kills, collected, dir_exit = resolve_direction(
         state, jnp.clip(action, 0, Action.RIGHT)
     )
-    light = _strip(state)  # rare branches run sparsely under vmap (batching.compute_where)
-    siphoned, missed_c, missed_e = compute_where(
-        is_siphon,
-        lambda s: (apply_siphon(s), *siphon_quality(s)),
-        (light,),
-        (light, jnp.int32(0), jnp.int32(0)),
+    # Siphon and programs are rare and exclusive: one sparse job list under vmap
+    # (batching.compute_where) computes both for the rows that use either; each
+    # output is read only where its kind was chosen.
+    light = _strip(state)
+
+    def siphon_or_program(k, s, p, siphon):
+        siphoned = apply_siphon(_strip(s))
+        missed_c, missed_e = siphon_quality(_strip(s))
+        ran, kills, warp = _strip_first(programs.run_program(k, s, p))
+        return select_tree(siphon, siphoned, ran), missed_c, missed_e, kills, warp
+
+    special, missed_c, missed_e, prog_kills, warp_exit = compute_where(
+        is_siphon | is_prog,
+        siphon_or_program,
+        (k_prog, state, prog_idx, is_siphon),
+        (light, jnp.int32(0), jnp.int32(0), jnp.int32(0), jnp.bool_(False)),
     )
-    siphoned = _attach(siphoned, state)
-    ran_prog, prog_kills, warp_exit = compute_where(
-        is_prog,
-        lambda k, s, p: _strip_first(programs.run_program(k, s, p)),
-        (k_prog, state, prog_idx),
-        (light, jnp.int32(0), jnp.bool_(False)),
-    )
-    ran_prog = _attach(ran_prog, state)
+    siphoned = ran_prog = _attach(special, state)
     prog_ok = programs.program_mask(state)[prog_idx]
     valid = jnp.where(is_dir, dir_ok, jnp.where(is_siphon, state.player.siphons > 0, prog_ok))
 
