@@ -127,9 +127,11 @@ class HackMatrix(environment.Environment[EnvState, EnvParams]):
             jax.tree.map(lambda x: jnp.stack([x, x]), light),
         )
         final, fresh = (jax.tree.map(lambda x, i=i: x[i], jobs) for i in range(2))
-        obs_st = self.observe(key_step, final, action, params)
         trimmed = select_tree(done, fresh, final)
-        obs = compute_where(done, observe, (trimmed,), obs_st)
+        obs = self.observe(key_step, trimmed, action, params)
+        # The stepped state's observation differs only on the done rows; a caller
+        # that drops info["final_observation"] does not even compile this.
+        obs_st = compute_where(done, observe, (final,), obs)
         state = trimmed.replace(history=trimmed.history.replace(snapshots=snapshots))
         info = {
             **info,
