@@ -21,12 +21,15 @@ A thin shell over ``game.step_game`` (interface §1), ``stage.reset_game``
   gymnax's ``terminated``, ``truncated`` and ``final_observation``.
 
 ``step`` keeps the gymnax 1.0 contract (auto-reset on ``terminated |
-truncated``) with two savings (specs/env-shell.md §4): the UNDO history
-buffer is not selected between the reset and the stepped state (on reset only
-the ring's counters are zeroed: an empty ring is never read), and under
-``vmap`` the reset is computed only for the envs that are done
-(``batching.compute_where``: 64-row chunks at 4,096 envs, as many as the done
-rows need). Results equal the base class's ``step`` exactly, apart from the
+truncated``) with these savings (specs/env-shell.md §4, §7.3): the UNDO
+history buffer is not selected between the reset and the stepped state (on
+reset only the ring's counters are zeroed: an empty ring is never read);
+under ``vmap`` the reset is computed only for the envs that are done, in one
+sparse job list with the generation of the stages completed this step
+(``batching.compute_where_stacked``: the stage generation is compiled once);
+the observation is computed densely for the returned state and
+``final_observation`` sparsely for the done rows (dead code for a caller that
+drops it). Results equal the base class's ``step`` exactly, apart from the
 unread snapshot buffer.
 """
 
