@@ -122,12 +122,26 @@ def test_step_override_matches_base_class():
         (state_from_json({"player": {"row": 0, "col": 0}}), 0),  # plain move
         (make_state((0, 0)), 1),  # invalid -> reset
         (make_state((5, 4), stage=8, hp=2), 3),  # victory -> reset
+        (make_state((5, 4), stage=2, hp=2), 3),  # stage completed: a new stage is generated
+        (make_state((4, 5), stage=1, hp=3), 0),  # completed, and truncated when max_steps = 1
     ]
     base_step = jax.jit(environment.Environment.step, static_argnums=0)
-    for k, (state, action) in enumerate(cases):
-        key = jax.random.key(10 + k)
-        ours = ENV.step(key, state, action, PARAMS)
-        theirs = base_step(ENV, key, state, action, PARAMS)
+    truncating = EnvParams(max_steps_in_episode=1)
+    for params in (PARAMS, truncating):
+        for k, (state, action) in enumerate(cases):
+            key = jax.random.key(10 + k)
+            ours = ENV.step(key, state, action, params)
+            theirs = base_step(ENV, key, state, action, params)
+            assert _eq(ours[0], theirs[0]) and _eq(ours[2:], theirs[2:])
+            assert _eq(_without_snapshots(ours[1]), _without_snapshots(theirs[1]))
+        # Batched (the sparse job lists of compute_where / compute_where_stacked).
+        states = jax.tree.map(lambda *x: jnp.stack(x), *[c[0] for c in cases])
+        actions = jnp.array([c[1] for c in cases], jnp.int32)
+        keys = jax.random.split(jax.random.key(7), len(cases))
+        ours = jax.vmap(ENV.step, in_axes=(0, 0, 0, None))(keys, states, actions, params)
+        theirs = jax.vmap(lambda k, s, a, p: base_step(ENV, k, s, a, p), in_axes=(0, 0, 0, None))(
+            keys, states, actions, params
+        )
         assert _eq(ours[0], theirs[0]) and _eq(ours[2:], theirs[2:])
         assert _eq(_without_snapshots(ours[1]), _without_snapshots(theirs[1]))
 

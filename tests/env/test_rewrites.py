@@ -14,13 +14,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import reference_enemies as ref_enemies
+import reference_game as ref_game
 import reference_pathfinding as ref_pf
-from hackmatrix_env import enemies, pathfinding
+from hackmatrix_env import enemies, game, pathfinding
 from hackmatrix_env.constants import (
     ENEMY_MAX_HP,
     GRID_SIZE,
     MAX_ENEMIES,
     MAX_TRANSMISSIONS,
+    NUM_PROGRAMS,
     Content,
 )
 from hackmatrix_env.types import blank_state
@@ -193,3 +195,71 @@ def test_distance_and_tier2_maps_equal_reference(seed, p_block):
     _assert_trees_equal(
         _searches_new(blocks, start, goal, glitch), _searches_ref(blocks, start, goal, glitch)
     )
+
+
+_spawns_new = jax.jit(jax.vmap(enemies.place_scheduled_and_owed))
+_spawns_ref = jax.jit(
+    jax.vmap(lambda ka, kb, s: enemies.place_owed_spawns(kb, enemies.run_scheduled_task(ka, s)))
+)
+
+
+@settings(deadline=None, max_examples=10)
+@given(seed=st.integers(0, 2**30), n_trans=st.sampled_from([4, 20, MAX_TRANSMISSIONS]))
+def test_scheduled_and_owed_equal_two_placements(seed, n_trans):
+    """One placement loop for §7.8 + §7.9 = the scheduled task, then the owed spawns."""
+    states = _states(seed, 12, n_trans)
+    k = jax.random.split(jax.random.key(seed + 2), 3)
+    # Owed counts 0..40 (more than the 32-long scan: the overflow rule), task due or not.
+    owed = jax.random.randint(k[0], (BATCH,), 0, 41) * jax.random.bernoulli(k[1], 0.5, (BATCH,))
+    states = states.replace(pending_siphon_spawns=owed.astype(jnp.int32))
+    ka, kb = (jax.random.split(x, BATCH) for x in jax.random.split(k[2]))
+    _assert_trees_equal(_spawns_new(ka, kb, states), _spawns_ref(ka, kb, states))
+
+
+def _with_programs(key, state):
+    """``state`` with random owned programs, resources, siphons and block contents."""
+    ks = jax.random.split(key, 8)
+    n_owned = jax.random.randint(ks[0], (), 0, 12)
+    owned = jax.random.randint(ks[1], state.owned_list.shape, 0, NUM_PROGRAMS)
+    owned = jnp.where(jnp.arange(state.owned_list.shape[0]) < n_owned, owned, -1)
+    g = state.grid
+    is_block = g.content == Content.BLOCK
+    grid = g.replace(
+        block_kind=jnp.where(is_block, jax.random.randint(ks[2], (6, 6), 0, 2), 0).astype(jnp.int8),
+        block_points=jnp.where(is_block, jax.random.randint(ks[3], (6, 6), 1, 10), 0).astype(
+            jnp.int8
+        ),
+        block_program=jnp.where(
+            is_block, jax.random.randint(ks[4], (6, 6), 0, NUM_PROGRAMS), 0
+        ).astype(jnp.int8),
+        block_spawn=jnp.where(is_block, jax.random.randint(ks[5], (6, 6), 0, 4), 0).astype(
+            jnp.int8
+        ),
+        resource_kind=jnp.where(~is_block, jax.random.randint(ks[6], (6, 6), 0, 3), 0).astype(
+            jnp.int8
+        ),
+    )
+    grid = grid.replace(resource_amount=jnp.where(grid.resource_kind > 0, 2, 0).astype(jnp.int8))
+    money = jax.random.randint(ks[7], (3,), 0, 14)
+    return state.replace(
+        owned_list=owned.astype(jnp.int8),
+        num_owned=n_owned.astype(jnp.int8),
+        grid=grid,
+        player=state.player.replace(credits=money[0], energy=money[1], siphons=money[2] % 3),
+    )
+
+
+_step_new = jax.jit(jax.vmap(game.step_game))
+_step_ref = jax.jit(jax.vmap(ref_game.step_game))
+
+
+@settings(deadline=None, max_examples=8)
+@given(seed=st.integers(0, 2**30), crowded=st.booleans())
+def test_step_game_equals_reference(seed, crowded):
+    """One sparse job for siphon and programs = two (any action 0..27, owned programs)."""
+    states = _states(seed, MAX_ENEMIES if crowded else 6, 12 if crowded else 4)
+    k = jax.random.split(jax.random.key(seed + 3), 3)
+    states = jax.vmap(_with_programs)(jax.random.split(k[0], BATCH), states)
+    actions = jax.random.randint(k[1], (BATCH,), 0, 28)
+    keys = jax.random.split(k[2], BATCH)
+    _assert_trees_equal(_step_new(keys, states, actions), _step_ref(keys, states, actions))

@@ -101,7 +101,12 @@ def _parts(env: HackMatrix, params):
 
     def reset_sparse(k, s, a, x):
         default = (x["obs"], stage.trim_history(s))
-        return compute_where(x["done"], env._reset_trimmed, (k, params), default)
+
+        def fresh(k):
+            st = stage.reset_game(k, params)
+            return observation.observe(st), stage.trim_history(st)
+
+        return compute_where(x["done"], fresh, (k,), default)
 
     def complete_stage(k, s, a, x):
         moved, ok, _, _, _, exit_reached = movement.resolve_direction(

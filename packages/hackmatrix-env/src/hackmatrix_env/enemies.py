@@ -32,7 +32,7 @@ from hackmatrix_env.constants import (
     MAX_TRANSMISSIONS,
     EnemyKind,
 )
-from hackmatrix_env.placement import place_transmissions
+from hackmatrix_env.placement import place_transmission_batches, place_transmissions, rng_seed
 from hackmatrix_env.types import EnvState
 
 _SLOTS = jnp.arange(MAX_ENEMIES, dtype=jnp.int32)
@@ -321,6 +321,37 @@ def place_owed_spawns(key: jax.Array, state: EnvState) -> EnvState:
     return state.replace(pending_siphon_spawns=jnp.int32(0))
 
 
+def place_scheduled_and_owed(
+    key_sched: jax.Array, key_owed: jax.Array, state: EnvState
+) -> EnvState:
+    """``run_scheduled_task`` then ``place_owed_spawns`` (rules §7.8-7.9), as one placement.
+
+    Both are placements with their own key, one after the other; here they are
+    one ``placement.place_transmission_batches`` loop (batch 0: the task's
+    transmission, batch 1: the owed ones) inside one ``compute_where`` over the
+    rows that need either, so the placement is compiled once for the enemy
+    phase. Same result as the two calls.
+    """
+    due = ~state.calm_flag & (state.turn >= state.next_task_turn)
+    owed = state.pending_siphon_spawns
+
+    def place(key_sched, key_owed, state, due):
+        seeds = jnp.stack([rng_seed(key_sched), rng_seed(key_owed)])
+        counts = jnp.stack([due.astype(jnp.int32), state.pending_siphon_spawns])
+        return place_transmission_batches(
+            seeds, state, counts, (True, False), (False, True), (1, MAX_TRANSMISSIONS)
+        )
+
+    snapshots = state.history.snapshots
+    light = state.replace(history=state.history.replace(snapshots=None))
+    light = compute_where(due | (owed > 0), place, (key_sched, key_owed, light, due), light)
+    state = light.replace(history=light.history.replace(snapshots=snapshots))
+    next_turn = jnp.where(due, state.turn + state.task_interval, state.next_task_turn)
+    return state.replace(
+        next_task_turn=next_turn.astype(jnp.int32), pending_siphon_spawns=jnp.int32(0)
+    )
+
+
 def clear_statuses(state: EnvState) -> EnvState:
     """disabled -1 (min 0), stun cleared, for every enemy (rules §7.10)."""
     e = state.enemies
@@ -345,8 +376,7 @@ def run_enemy_phase(
     phased = state.replace(turn=(state.turn + 1).astype(jnp.int32))
     phased = hatch_transmissions(phased)
     phased = move_enemies(k_order0, k_order1, phased)
-    phased = run_scheduled_task(k_sched, phased)
-    phased = place_owed_spawns(k_owed, phased)
+    phased = place_scheduled_and_owed(k_sched, k_owed, phased)  # §7.8 then §7.9
     phased = clear_statuses(phased)
 
     out = select_tree(real, phased.replace(history=state.history), state)

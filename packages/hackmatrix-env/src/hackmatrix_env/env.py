@@ -25,12 +25,15 @@ A thin shell over ``game.step_game`` (interface §1), ``stage.reset_game``
   gymnax's ``terminated``, ``truncated`` and ``final_observation``.
 
 ``step`` keeps the gymnax 1.0 contract (auto-reset on ``terminated |
-truncated``) with two savings (specs/env-shell.md §4): the UNDO history
-buffer is not selected between the reset and the stepped state (on reset only
-the ring's counters are zeroed: an empty ring is never read), and under
-``vmap`` the reset is computed only for the envs that are done
-(``batching.compute_where``: 64-row chunks at 4,096 envs, as many as the done
-rows need). Results equal the base class's ``step`` exactly, apart from the
+truncated``) with these savings (specs/env-shell.md §4, §7.3): the UNDO
+history buffer is not selected between the reset and the stepped state (on
+reset only the ring's counters are zeroed: an empty ring is never read);
+under ``vmap`` the reset is computed only for the envs that are done, in one
+sparse job list with the generation of the stages completed this step
+(``batching.compute_where_stacked``: the stage generation is compiled once);
+the observation is computed densely for the returned state and
+``final_observation`` sparsely for the done rows (dead code for a caller that
+drops it). Results equal the base class's ``step`` exactly, apart from the
 unread snapshot buffer.
 """
 
@@ -43,7 +46,8 @@ import jax
 import jax.numpy as jnp
 from gymnax.environments import environment, spaces
 
-from hackmatrix_env.batching import compute_where
+from hackmatrix_env.batching import compute_where, compute_where_stacked
+from hackmatrix_env.board import select_tree
 from hackmatrix_env.constants import (
     GRID_CHANNELS,
     GRID_SIZE,
@@ -53,10 +57,10 @@ from hackmatrix_env.constants import (
     PLAYER_FEATURES,
     Content,
 )
-from hackmatrix_env.game import step_game
+from hackmatrix_env.game import stage_key, step_game
 from hackmatrix_env.observation import observe
 from hackmatrix_env.reward import reward_breakdown, total_reward
-from hackmatrix_env.stage import reset_game, trim_history
+from hackmatrix_env.stage import generate_or_reset, reset_game, trim_history
 from hackmatrix_env.types import EnvParams, EnvState, Observation
 
 
@@ -107,16 +111,40 @@ class HackMatrix(environment.Environment[EnvState, EnvParams]):
                 "(or build scenarios with state_from_json(..., history_depth=...))"
             )
         key_step, key_reset = jax.random.split(key)
-        obs_st, state_st, reward, terminated, info = self.step_env(key_step, state, action, params)
+        action = jnp.asarray(action, jnp.int32)
+        # step_env without the new stage's generation: it runs below, in one job
+        # list with the auto-reset's generation (one compiled generation).
+        state_st, ev = step_game(key_step, state, action, generate=False)
+        breakdown = reward_breakdown(state, state_st, ev)
+        reward = total_reward(breakdown).astype(jnp.float32)
+        terminated = ev.invalid | ev.victory | (state_st.player.hp == 0)
+        state_st = state_st.replace(time=(state.time + 1).astype(jnp.int32))
+        info = {
+            "reward_breakdown": breakdown,
+            "action_kind": ev.action_kind,
+            "invalid_action": ev.invalid,
+        }
         truncated = self.is_truncated(state_st, params)
         done = terminated | truncated
-        # Auto-reset. The reset is computed only for rows that need it under vmap
-        # (batching.compute_where) and the snapshot buffer is never selected: a fresh
-        # game's ring is empty, so only its counters are reset.
+        # Job 0: the completed stage's generation (step_game's); job 1: the
+        # auto-reset. Both are computed only for the rows that need them under
+        # vmap, and the snapshot buffer is never selected: a fresh game's ring
+        # is empty, so only its counters are reset.
         snapshots = state_st.history.snapshots
-        obs, trimmed = compute_where(
-            done, self._reset_trimmed, (key_reset, params), (obs_st, trim_history(state_st))
+        light = trim_history(state_st)
+        jobs = compute_where_stacked(
+            jnp.stack([ev.exit_reached & ~ev.victory, done]),
+            lambda k, key, s, p: generate_or_reset(k == 1, key, s, p),
+            (jnp.stack([stage_key(key_step), key_reset]),),
+            (light, params),
+            jax.tree.map(lambda x: jnp.stack([x, x]), light),
         )
+        final, fresh = (jax.tree.map(lambda x, i=i: x[i], jobs) for i in range(2))
+        trimmed = select_tree(done, fresh, final)
+        obs = self.observe(key_step, trimmed, action, params)
+        # The stepped state's observation differs only on the done rows; a caller
+        # that drops info["final_observation"] does not even compile this.
+        obs_st = compute_where(done, observe, (final,), obs)
         state = trimmed.replace(history=trimmed.history.replace(snapshots=snapshots))
         info = {
             **info,
@@ -148,10 +176,6 @@ class HackMatrix(environment.Environment[EnvState, EnvParams]):
         }
         obs = self.observe(key, next_state, action, params)
         return obs, next_state, reward.astype(jnp.float32), terminated, info
-
-    def _reset_trimmed(self, key: jax.Array, params: EnvParams) -> tuple[Observation, EnvState]:
-        obs, state = self.reset_env(key, params)
-        return obs, trim_history(state)
 
     def reset_env(self, key: jax.Array, params: EnvParams) -> tuple[Observation, EnvState]:
         """A fresh game (rules §10.1); ``params.start_stage`` > 1 starts at that stage."""

@@ -24,7 +24,7 @@ from hackmatrix_env.enemies import run_enemy_phase
 from hackmatrix_env.movement import resolve_direction
 from hackmatrix_env.reward import shaping_distance
 from hackmatrix_env.siphon import apply_siphon, siphon_quality
-from hackmatrix_env.stage import complete_stage
+from hackmatrix_env.stage import advance_stage, complete_stage
 from hackmatrix_env.types import EnvState, StepEvents
 
 
@@ -60,8 +60,22 @@ def died_to_siphon_enemy(state: EnvState) -> jax.Array:
     return jnp.any(e.alive & e.from_siphon & (dist == 1))
 
 
-def step_game(key: jax.Array, state: EnvState, action: jax.Array) -> tuple[EnvState, StepEvents]:
-    """Apply action 0..27 (interface §1). Returns (state, events); the reward reads both."""
+def stage_key(key: jax.Array) -> jax.Array:
+    """The key ``step_game(key, ...)`` generates a new stage with."""
+    return jax.random.split(key, 3)[1]
+
+
+def step_game(
+    key: jax.Array, state: EnvState, action: jax.Array, generate: bool = True
+) -> tuple[EnvState, StepEvents]:
+    """Apply action 0..27 (interface §1). Returns (state, events); the reward reads both.
+
+    ``generate=False`` (static) leaves out the new stage's generation: a row that
+    completes a stage below 8 (``events.exit_reached & ~events.victory``) holds
+    the state ``stage.advance_stage`` gives, and the caller must apply
+    ``stage.generate_stage(stage_key(key), ...)`` to it (``HackMatrix.step``
+    does, together with its auto-reset). Events are the same either way.
+    """
     k_prog, k_stage, k_enemy = jax.random.split(key, 3)
     action = jnp.asarray(action, jnp.int32)
     d0 = shaping_distance(state)  # §1 step 2
@@ -75,21 +89,24 @@ def step_game(key: jax.Array, state: EnvState, action: jax.Array) -> tuple[EnvSt
     moved, dir_ok, shot, dir_kills, collected, dir_exit = resolve_direction(
         state, jnp.clip(action, 0, Action.RIGHT)
     )
-    light = _strip(state)  # rare branches run sparsely under vmap (batching.compute_where)
-    siphoned, missed_c, missed_e = compute_where(
-        is_siphon,
-        lambda s: (apply_siphon(s), *siphon_quality(s)),
-        (light,),
-        (light, jnp.int32(0), jnp.int32(0)),
+    # Siphon and programs are rare and exclusive: one sparse job list under vmap
+    # (batching.compute_where) computes both for the rows that use either; each
+    # output is read only where its kind was chosen.
+    light = _strip(state)
+
+    def siphon_or_program(k, s, p, siphon):
+        siphoned = apply_siphon(_strip(s))
+        missed_c, missed_e = siphon_quality(_strip(s))
+        ran, kills, warp = _strip_first(programs.run_program(k, s, p))
+        return select_tree(siphon, siphoned, ran), missed_c, missed_e, kills, warp
+
+    special, missed_c, missed_e, prog_kills, warp_exit = compute_where(
+        is_siphon | is_prog,
+        siphon_or_program,
+        (k_prog, state, prog_idx, is_siphon),
+        (light, jnp.int32(0), jnp.int32(0), jnp.int32(0), jnp.bool_(False)),
     )
-    siphoned = _attach(siphoned, state)
-    ran_prog, prog_kills, warp_exit = compute_where(
-        is_prog,
-        lambda k, s, p: _strip_first(programs.run_program(k, s, p)),
-        (k_prog, state, prog_idx),
-        (light, jnp.int32(0), jnp.bool_(False)),
-    )
-    ran_prog = _attach(ran_prog, state)
+    siphoned = ran_prog = _attach(special, state)
     prog_ok = programs.program_mask(state)[prog_idx]
     valid = jnp.where(is_dir, dir_ok, jnp.where(is_siphon, state.player.siphons > 0, prog_ok))
 
@@ -100,7 +117,10 @@ def step_game(key: jax.Array, state: EnvState, action: jax.Array) -> tuple[EnvSt
     turn_ending &= is_dir | is_siphon | (is_prog & programs.is_turn_ending(prog_idx))
 
     # §1 steps 5-6: stage completion, or the enemy phase (never both).
-    completed = complete_stage(k_stage, acted, needed=exit_reached)
+    if generate:
+        completed = complete_stage(k_stage, acted, needed=exit_reached)
+    else:
+        completed, _ = advance_stage(acted)
     phased, ran = run_enemy_phase(k_enemy, acted, active=turn_ending)
     after = _select_state(exit_reached, completed.replace(history=phased.history), phased)
     # §1 step 4: a failed action leaves the state untouched (history included: no

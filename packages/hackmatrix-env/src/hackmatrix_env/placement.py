@@ -232,3 +232,82 @@ def place_transmissions_seeded(
     )
     leftover = (count > max_count) & (_popcount_rows(empty) > 0)
     return state.replace(transmissions=trans, overflow=overflow | leftover)
+
+
+def place_transmission_batches(
+    seeds: jax.Array,
+    state: EnvState,
+    counts: jax.Array,
+    from_task: tuple[bool, ...],
+    from_siphon: tuple[bool, ...],
+    max_counts: tuple[int, ...],
+) -> EnvState:
+    """Several ``place_transmissions_seeded`` calls in a row, as one loop.
+
+    Batch b places ``counts[b]`` transmissions (int32[K]) drawing from the hash
+    stream of ``seeds[b]`` (uint32[K, 2]) with the static flags and scan length
+    of entry b; the result equals the K calls made one after another (the line
+    of fire does not depend on transmissions, and each batch's empty cells are
+    the previous batch's minus its placements). One loop body serves every
+    batch, so the placement is compiled once, and the loop stops after the
+    last iteration that can place (the remaining ones are no-ops): under
+    ``vmap`` it runs as far as the batch's longest row.
+    """
+    counts = jnp.asarray(counts, jnp.int32)
+    starts = np.cumsum((0, *max_counts))  # first iteration of each batch
+    batch_of = np.repeat(np.arange(len(max_counts)), max_counts)  # int[total]
+    local_of = np.concatenate([np.arange(m) for m in max_counts])
+    last_of = local_of == np.repeat(
+        np.asarray(max_counts) - 1, max_counts
+    )  # batch's last iteration
+    player = cell_map(state.player.pos)
+    enemies = enemy_occupancy_map(state.enemies)
+    blocks = block_map(state.grid)
+    free = rows_of(~(player | enemies | blocks | transmission_map(state.transmissions)))
+    in_line = line_of_fire_rows(state.player.pos, rows_of(enemies | blocks))
+    table = jnp.asarray(PLACEMENT_SUCCESS)
+    row_ids = jnp.arange(GRID_SIZE, dtype=jnp.int32)
+    task_flags = jnp.asarray(from_task, jnp.bool_)
+    siphon_flags = jnp.asarray(from_siphon, jnp.bool_)
+    ends = jnp.asarray(starts[:-1]) + jnp.minimum(counts, jnp.asarray(max_counts, jnp.int32))
+    trips = jnp.max(jnp.where(counts > 0, ends, 0))
+
+    def place_one(i, carry):
+        trans, empty, overflow = carry  # empty: int32[6] row masks of empty cells (rules §8)
+        b = jnp.asarray(batch_of, jnp.int32)[i]
+        local = jnp.asarray(local_of, jnp.int32)[i]
+        u_choice, u_cell, u_type = (
+            hash_uniform(seeds[b], (local * 3 + j).astype(jnp.uint32)) for j in range(3)
+        )
+        count = counts[b]
+        preferred = empty & ~in_line
+        n1 = _popcount_rows(preferred)
+        n0 = _popcount_rows(empty)
+        p1, p0 = table[n1], table[n0]
+        use_preferred = u_choice < p1
+        use_fallback = ~use_preferred & (u_choice < p1 + (1.0 - p1) * p0)
+        n = jnp.where(use_preferred, n1, n0)
+        k = jnp.minimum((u_cell * n.astype(jnp.float32)).astype(jnp.int32), jnp.maximum(n - 1, 0))
+        pos = select_cell(jnp.where(use_preferred, preferred, empty), k)
+        kind = jnp.minimum((u_type * 4).astype(jnp.int32), 3)
+        ok = (local < count) & (use_preferred | use_fallback)
+        trans, full = append_transmission(
+            trans,
+            pos=pos,
+            countdown=1,
+            kind=kind,
+            from_task=task_flags[b],
+            from_siphon=siphon_flags[b],
+            valid=ok,
+        )
+        placed = ok & ~full
+        empty = jnp.where(placed & (row_ids == pos[0]), empty & ~(1 << pos[1]), empty)
+        # A batch asked for more than its scan length: overflow if cells remain.
+        max_b = jnp.asarray(max_counts, jnp.int32)[b]
+        leftover = jnp.asarray(last_of)[i] & (count > max_b) & (_popcount_rows(empty) > 0)
+        return trans, empty, overflow | full | leftover
+
+    trans, _, overflow = jax.lax.fori_loop(
+        0, trips, place_one, (state.transmissions, free, state.overflow)
+    )
+    return state.replace(transmissions=trans, overflow=overflow)

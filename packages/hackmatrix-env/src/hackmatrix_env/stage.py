@@ -405,7 +405,12 @@ def reset_game(key: jax.Array, params: EnvParams) -> EnvState:
     directly, with ``task_interval = 13 - stage`` as if it had been reached
     (stage 1: 12, the real game). Everything else is a fresh game.
     """
-    seed = rng_seed(key)
+    sub, s = _reset_prologue(rng_seed(key), params)
+    return _generate(sub, s)
+
+
+def _reset_prologue(seed: jax.Array, params: EnvParams) -> tuple[jax.Array, EnvState]:
+    """R1-R3 of ``reset_game`` from the key's seed words: (generation seed, state before G1)."""
     u = hash_uniform(seed, jnp.arange(2, dtype=jnp.uint32))
     corner = jnp.minimum((u[0] * 4).astype(jnp.int32), 3)  # R2
     bonus = jnp.minimum((u[1] * 3).astype(jnp.int32), 2)  # R3
@@ -422,7 +427,42 @@ def reset_game(key: jax.Array, params: EnvParams) -> EnvState:
         player=player, stage=stage.astype(jnp.int8), task_interval=interval.astype(jnp.int32)
     )
     sub = hash_bits(seed, jnp.array([2, 3], jnp.uint32))
-    return _generate(sub, s)
+    return sub, s
+
+
+def generate_or_reset(
+    is_reset: jax.Array, key: jax.Array, state: EnvState, params: EnvParams
+) -> EnvState:
+    """``trim_history(reset_game(key, params))`` if ``is_reset``, else ``generate_stage(key, state)``.
+
+    One function for both generations, so a caller that needs either per row
+    (``HackMatrix.step``: stage completion and auto-reset) compiles the stage
+    generation once (``batching.compute_where_stacked``). ``state`` must be
+    trimmed (``trim_history``); so is the result.
+    """
+    seed = rng_seed(key)
+    reset_seed, fresh = _reset_prologue(seed, params)
+    seed = jnp.where(is_reset, reset_seed, seed)
+    return _generate(seed, select_tree(is_reset, trim_history(fresh), state))
+
+
+def advance_stage(state: EnvState) -> tuple[EnvState, jax.Array]:
+    """Stage completion before generation (rules §9.2): (state, generate).
+
+    hp + 1 (max 3); below stage 8 also the next stage number and its task
+    interval, and ``generate`` (bool[]) is True: ``generate_stage`` must follow.
+    At stage 8 (victory) nothing else changes and ``generate`` is False.
+    """
+    hp = jnp.minimum(state.player.hp.astype(jnp.int32) + 1, MAX_HP).astype(jnp.int8)
+    state = state.replace(player=state.player.replace(hp=hp))
+    won = state.stage >= NUM_STAGES
+    stage = jnp.minimum(state.stage.astype(jnp.int32) + 1, NUM_STAGES)
+    interval = (STAGE_INTERVAL_BASE - stage).astype(jnp.int32)
+    advanced = state.replace(
+        stage=jnp.where(won, state.stage, stage.astype(jnp.int8)),
+        task_interval=jnp.where(won, state.task_interval, interval),
+    )
+    return advanced, ~won
 
 
 def complete_stage(
@@ -434,29 +474,19 @@ def complete_stage(
     ``needed`` (optional bool[]): callers that compute completion for every
     step and select it afterwards (``game.step_game``) pass whether the exit
     was reached, so the new stage is generated only for those rows under
-    ``vmap`` (``compute_where``); the result is unchanged where ``needed``.
+    ``vmap`` (``compute_where``); the result is unchanged where ``needed``
+    (elsewhere only hp + 1 is applied).
     """
-    hp = jnp.minimum(state.player.hp.astype(jnp.int32) + 1, MAX_HP).astype(jnp.int8)
-    state = state.replace(player=state.player.replace(hp=hp))
-    won = state.stage >= NUM_STAGES
-    stage = jnp.minimum(state.stage.astype(jnp.int32) + 1, NUM_STAGES)
-    advanced = state.replace(
-        stage=stage.astype(jnp.int8),
-        task_interval=(STAGE_INTERVAL_BASE - stage).astype(jnp.int32),
-    )
+    advanced, generate = advance_stage(state)
     # Generation never touches the history: leave the snapshot buffer out of it.
     snapshots = state.history.snapshots
     trimmed = trim_history(advanced)
     if needed is None:
-        generated = generate_stage(key, trimmed)
-        out = select_tree(won, trim_history(state), generated)
+        out = select_tree(generate, generate_stage(key, trimmed), trimmed)
     else:
-        out = compute_where(
-            jnp.asarray(needed, jnp.bool_) & ~won,
-            generate_stage,
-            (key, trimmed),
-            trim_history(state),
-        )
+        pred = jnp.asarray(needed, jnp.bool_) & generate
+        healed = trimmed.replace(stage=state.stage, task_interval=state.task_interval)
+        out = compute_where(pred, generate_stage, (key, trimmed), healed)
     return out.replace(history=out.history.replace(snapshots=snapshots))
 
 
