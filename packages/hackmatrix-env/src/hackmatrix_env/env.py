@@ -123,6 +123,7 @@ class HackMatrix(environment.Environment[EnvState, EnvParams]):
             "reward_breakdown": breakdown,
             "action_kind": ev.action_kind,
             "invalid_action": ev.invalid,
+            "history_overflow": state_st.overflow,
         }
         truncated = self.is_truncated(state_st, params)
         done = terminated | truncated
