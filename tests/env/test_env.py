@@ -217,3 +217,16 @@ def test_vmapped_rollout_with_autoreset():
         expect = np.where(np.asarray(term[t]), 0, prev + 1)
         assert (time[t] == expect).all()
         prev = time[t]
+
+
+def test_subclass_must_extend_resets_through_reset_extras():
+    """step's auto-reset does not call reset_env: overriding it would be silently ignored."""
+
+    class OwnReset(HackMatrix):
+        def reset_env(self, key, params):
+            return super().reset_env(key, params)
+
+    env = OwnReset()
+    _, state = HackMatrix().reset(jax.random.key(0), PARAMS)
+    with pytest.raises(TypeError, match="reset_extras"):
+        env.step(jax.random.key(1), state, 0, PARAMS)

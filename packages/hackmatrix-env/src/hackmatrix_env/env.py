@@ -110,6 +110,11 @@ class HackMatrix(environment.Environment[EnvState, EnvParams]):
                 f"params.history_depth is {params.history_depth}; reset with the same params "
                 "(or build scenarios with state_from_json(..., history_depth=...))"
             )
+        if type(self).reset_env is not HackMatrix.reset_env:
+            raise TypeError(
+                f"{type(self).__name__} overrides reset_env, which step's auto-reset does not "
+                "call; override reset_extras(key, state, params) instead"
+            )
         key_step, key_reset = jax.random.split(key)
         action = jnp.asarray(action, jnp.int32)
         # step_env without the new stage's generation: it runs below, in one job
@@ -141,6 +146,8 @@ class HackMatrix(environment.Environment[EnvState, EnvParams]):
             jax.tree.map(lambda x: jnp.stack([x, x]), light),
         )
         final, fresh = (jax.tree.map(lambda x, i=i: x[i], jobs) for i in range(2))
+        if type(self).reset_extras is not HackMatrix.reset_extras:  # a subclass's additions
+            fresh = self.reset_extras(key_reset, fresh, params)
         trimmed = select_tree(done, fresh, final)
         obs = self.observe(key_step, trimmed, action, params)
         # The stepped state's observation differs only on the done rows; a caller
@@ -180,8 +187,18 @@ class HackMatrix(environment.Environment[EnvState, EnvParams]):
 
     def reset_env(self, key: jax.Array, params: EnvParams) -> tuple[Observation, EnvState]:
         """A fresh game (rules §10.1); ``params.start_stage`` > 1 starts at that stage."""
-        state = reset_game(key, params)
+        state = self.reset_extras(key, reset_game(key, params), params)
         return self.observe(key, state, None, params), state
+
+    def reset_extras(self, key: jax.Array, state: EnvState, params: EnvParams) -> EnvState:
+        """What a subclass adds to a fresh game (identity here), e.g. a training start kit.
+
+        Override this, not ``reset_env``: ``step``'s auto-reset builds the fresh game in a
+        job list shared with stage generation and then applies this hook with the same
+        key ``reset_env`` would get, so both paths give the same state. ``state`` may come
+        without its snapshot buffer (``history.snapshots`` None); leave the history alone.
+        """
+        return state
 
     def observe(
         self,

@@ -1,7 +1,7 @@
 """Start-kit curriculum (training only): resets hand the player extra siphons, resources, programs.
 
-``StartKit(siphons, credits, energy, programs, prob)`` is ``HackMatrix`` whose ``reset_env`` (so
-also gymnax's auto-reset inside ``step``) adds, with probability ``prob`` per reset, ``siphons``
+``StartKit(siphons, credits, energy, programs, prob)`` is ``HackMatrix`` whose ``reset_extras`` (so
+also the auto-reset inside ``step``) adds, with probability ``prob`` per reset, ``siphons``
 data siphons, ``credits`` and ``energy`` to the player's fresh-game stock (rules §10.1 R2-R3
 still apply first), and makes the player own ``programs`` distinct programs drawn uniformly
 (acquisition order = draw order; from ``pool``, a tuple of program names, when given: e.g.
@@ -73,9 +73,8 @@ class StartKit(HackMatrix):
         """The bare game (evaluate on it)."""
         return HackMatrix()
 
-    def reset_env(self, key: jax.Array, params):
-        """A fresh game (rules §10.1), then the kit with probability ``prob``."""
-        _, state = super().reset_env(key, params)
+    def reset_extras(self, key: jax.Array, state, params):
+        """The kit with probability ``prob``, on top of a fresh game (rules §10.1)."""
         k_on, k_prog = jax.random.split(jax.random.fold_in(key, _KIT_SITE))
         on = jax.random.uniform(k_on) < self.prob
         p = state.player
@@ -99,4 +98,4 @@ class StartKit(HackMatrix):
                     state.num_owned.dtype
                 ),
             )
-        return self.observe(key, state, None, params), state
+        return state
