@@ -179,6 +179,35 @@ def place_transmissions(
     )
 
 
+def _placement_rows(state: EnvState) -> tuple[jax.Array, jax.Array]:
+    """int32[6] row masks: empty cells (rules §8) and cells in the player's line of fire."""
+    player = cell_map(state.player.pos)
+    enemies = enemy_occupancy_map(state.enemies)
+    blocks = block_map(state.grid)
+    free = rows_of(~(player | enemies | blocks | transmission_map(state.transmissions)))
+    return free, line_of_fire_rows(state.player.pos, rows_of(enemies | blocks))
+
+
+def _draw_placement(empty, in_line, table, u_choice, u_cell, u_type):
+    """One transmission's (pos, kind, drawn) from three uniforms (rules §8).
+
+    An empty cell out of the line of fire with the table's success probability for
+    that many cells, else any empty cell with its own; ``drawn`` is False when both
+    tries fail.
+    """
+    preferred = empty & ~in_line
+    n1 = _popcount_rows(preferred)
+    n0 = _popcount_rows(empty)
+    p1, p0 = table[n1], table[n0]
+    use_preferred = u_choice < p1
+    use_fallback = ~use_preferred & (u_choice < p1 + (1.0 - p1) * p0)
+    n = jnp.where(use_preferred, n1, n0)
+    k = jnp.minimum((u_cell * n.astype(jnp.float32)).astype(jnp.int32), jnp.maximum(n - 1, 0))
+    pos = select_cell(jnp.where(use_preferred, preferred, empty), k)
+    kind = jnp.minimum((u_type * 4).astype(jnp.int32), 3)
+    return pos, kind, use_preferred | use_fallback
+
+
 def place_transmissions_seeded(
     seed: jax.Array,
     state: EnvState,
@@ -190,11 +219,7 @@ def place_transmissions_seeded(
 ) -> EnvState:
     """``place_transmissions`` drawing from the hash stream of ``seed`` (uint32[2])."""
     count = jnp.asarray(count, jnp.int32)
-    player = cell_map(state.player.pos)
-    enemies = enemy_occupancy_map(state.enemies)
-    blocks = block_map(state.grid)
-    free = rows_of(~(player | enemies | blocks | transmission_map(state.transmissions)))
-    in_line = line_of_fire_rows(state.player.pos, rows_of(enemies | blocks))
+    free, in_line = _placement_rows(state)
     table = jnp.asarray(PLACEMENT_SUCCESS)
     draws = hash_uniform(seed, jnp.arange(max_count * 3, dtype=jnp.uint32)).reshape(max_count, 3)
     row_ids = jnp.arange(GRID_SIZE, dtype=jnp.int32)
@@ -202,17 +227,8 @@ def place_transmissions_seeded(
     def place_one(carry, xs):
         trans, empty, overflow = carry  # empty: int32[6] row masks of empty cells (rules §8)
         i, u_choice, u_cell, u_type = xs
-        preferred = empty & ~in_line
-        n1 = _popcount_rows(preferred)
-        n0 = _popcount_rows(empty)
-        p1, p0 = table[n1], table[n0]
-        use_preferred = u_choice < p1
-        use_fallback = ~use_preferred & (u_choice < p1 + (1.0 - p1) * p0)
-        n = jnp.where(use_preferred, n1, n0)
-        k = jnp.minimum((u_cell * n.astype(jnp.float32)).astype(jnp.int32), jnp.maximum(n - 1, 0))
-        pos = select_cell(jnp.where(use_preferred, preferred, empty), k)
-        kind = jnp.minimum((u_type * 4).astype(jnp.int32), 3)
-        ok = (i < count) & (use_preferred | use_fallback)
+        pos, kind, drawn = _draw_placement(empty, in_line, table, u_choice, u_cell, u_type)
+        ok = (i < count) & drawn
         trans, full = append_transmission(
             trans,
             pos=pos,
@@ -260,11 +276,7 @@ def place_transmission_batches(
     last_of = local_of == np.repeat(
         np.asarray(max_counts) - 1, max_counts
     )  # batch's last iteration
-    player = cell_map(state.player.pos)
-    enemies = enemy_occupancy_map(state.enemies)
-    blocks = block_map(state.grid)
-    free = rows_of(~(player | enemies | blocks | transmission_map(state.transmissions)))
-    in_line = line_of_fire_rows(state.player.pos, rows_of(enemies | blocks))
+    free, in_line = _placement_rows(state)
     table = jnp.asarray(PLACEMENT_SUCCESS)
     row_ids = jnp.arange(GRID_SIZE, dtype=jnp.int32)
     task_flags = jnp.asarray(from_task, jnp.bool_)
@@ -280,17 +292,8 @@ def place_transmission_batches(
             hash_uniform(seeds[b], (local * 3 + j).astype(jnp.uint32)) for j in range(3)
         )
         count = counts[b]
-        preferred = empty & ~in_line
-        n1 = _popcount_rows(preferred)
-        n0 = _popcount_rows(empty)
-        p1, p0 = table[n1], table[n0]
-        use_preferred = u_choice < p1
-        use_fallback = ~use_preferred & (u_choice < p1 + (1.0 - p1) * p0)
-        n = jnp.where(use_preferred, n1, n0)
-        k = jnp.minimum((u_cell * n.astype(jnp.float32)).astype(jnp.int32), jnp.maximum(n - 1, 0))
-        pos = select_cell(jnp.where(use_preferred, preferred, empty), k)
-        kind = jnp.minimum((u_type * 4).astype(jnp.int32), 3)
-        ok = (local < count) & (use_preferred | use_fallback)
+        pos, kind, drawn = _draw_placement(empty, in_line, table, u_choice, u_cell, u_type)
+        ok = (local < count) & drawn
         trans, full = append_transmission(
             trans,
             pos=pos,
