@@ -64,6 +64,21 @@ from hackmatrix_env.stage import generate_or_reset, reset_game, trim_history
 from hackmatrix_env.types import EnvParams, EnvState, Observation
 
 
+def _step_outcome(state: EnvState, after: EnvState, ev) -> tuple[EnvState, Any, Any, dict]:
+    """``(after with time + 1, reward f32, terminated, info)`` of one game step (interface §4)."""
+    breakdown = reward_breakdown(state, after, ev)
+    reward = total_reward(breakdown).astype(jnp.float32)
+    terminated = ev.invalid | ev.victory | (after.player.hp == 0)
+    after = after.replace(time=(state.time + 1).astype(jnp.int32))
+    info = {
+        "reward_breakdown": breakdown,
+        "action_kind": ev.action_kind,
+        "invalid_action": ev.invalid,
+        "history_overflow": after.overflow,
+    }
+    return after, reward, terminated, info
+
+
 class HackMatrix(environment.Environment[EnvState, EnvParams]):
     """HackMatrix as a gymnax 1.0 ``Environment`` with the action mask in the observation.
 
@@ -120,16 +135,7 @@ class HackMatrix(environment.Environment[EnvState, EnvParams]):
         # step_env without the new stage's generation: it runs below, in one job
         # list with the auto-reset's generation (one compiled generation).
         state_st, ev = step_game(key_step, state, action, generate=False)
-        breakdown = reward_breakdown(state, state_st, ev)
-        reward = total_reward(breakdown).astype(jnp.float32)
-        terminated = ev.invalid | ev.victory | (state_st.player.hp == 0)
-        state_st = state_st.replace(time=(state.time + 1).astype(jnp.int32))
-        info = {
-            "reward_breakdown": breakdown,
-            "action_kind": ev.action_kind,
-            "invalid_action": ev.invalid,
-            "history_overflow": state_st.overflow,
-        }
+        state_st, reward, terminated, info = _step_outcome(state, state_st, ev)
         truncated = self.is_truncated(state_st, params)
         done = terminated | truncated
         # Job 0: the completed stage's generation (step_game's); job 1: the
@@ -172,18 +178,9 @@ class HackMatrix(environment.Environment[EnvState, EnvParams]):
         """One game step (interface §1) without auto-reset."""
         action = jnp.asarray(action, jnp.int32)
         next_state, ev = step_game(key, state, action)
-        breakdown = reward_breakdown(state, next_state, ev)
-        reward = total_reward(breakdown)
-        terminated = ev.invalid | ev.victory | (next_state.player.hp == 0)
-        next_state = next_state.replace(time=(state.time + 1).astype(jnp.int32))
-        info = {
-            "reward_breakdown": breakdown,
-            "action_kind": ev.action_kind,
-            "invalid_action": ev.invalid,
-            "history_overflow": next_state.overflow,
-        }
+        next_state, reward, terminated, info = _step_outcome(state, next_state, ev)
         obs = self.observe(key, next_state, action, params)
-        return obs, next_state, reward.astype(jnp.float32), terminated, info
+        return obs, next_state, reward, terminated, info
 
     def reset_env(self, key: jax.Array, params: EnvParams) -> tuple[Observation, EnvState]:
         """A fresh game (rules §10.1); ``params.start_stage`` > 1 starts at that stage."""
