@@ -46,7 +46,7 @@ import jax.numpy as jnp
 import numpy as np
 from hackmatrix_env import enemies, game, mask, movement, observation, programs, reward, stage
 from hackmatrix_env.batching import compute_where
-from hackmatrix_env.bench import _policy_actions, make_rollout
+from hackmatrix_env.bench import make_rollout, uniform_masked_actions
 from hackmatrix_env.constants import FIRST_PROGRAM, NUM_PROGRAMS, Action
 from hackmatrix_env.env import HackMatrix
 from hackmatrix_env.types import EnvState
@@ -246,7 +246,7 @@ def main(argv: list[str] | None = None) -> None:
     t0 = time.perf_counter()
     obs, state = played_states(env, args.envs, args.play, args.seed, args.cache)
     k_act, k_step = jax.random.split(jax.random.key(args.seed + 1))
-    actions = jax.jit(_policy_actions)(k_act, obs.action_mask)
+    actions = jax.jit(uniform_masked_actions)(k_act, obs.action_mask)
     keys = jax.random.split(k_step, args.envs)
     done = jnp.zeros(args.envs, jnp.bool_)
     if "reset_sparse" in args.parts:  # the rows the timed step ends (one more compile)
