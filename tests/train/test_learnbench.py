@@ -15,6 +15,7 @@ def _rows(with_eval: bool) -> list[dict]:
             row.update({k: float(update + seed) for k in CURVE_KEYS})
             if with_eval and update != 2:  # evaluation only every other chunk: gaps in the table
                 row.update({f"eval/{k}": float(update) for k in EVAL_KEYS})
+                row.update({f"eval_greedy/{k}": float(update) + 0.5 for k in EVAL_KEYS})
             rows.append(row)
     return rows
 

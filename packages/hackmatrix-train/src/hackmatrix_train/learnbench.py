@@ -2,8 +2,10 @@
 
 Trains the given config (default: the CLI defaults) for ``--total-timesteps`` with each seed,
 reusing one compiled trainer, recording the logged metrics after every chunk. Then evaluates each
-final (sampled) policy and the uniform random masked policy on the same number of
-episodes. Writes ``curves.csv``, ``summary.json`` and ``learning_curve.png`` into ``--out``.
+final policy, sampled and greedy (argmax over the valid actions), and the uniform random masked
+policy on the same number of episodes. Writes ``curves.csv``, ``summary.json`` and
+``learning_curve.png`` into ``--out``; ``--save-checkpoints DIR`` also keeps each seed's final
+trainer state as a checkpoint that ``hm-eval`` reads.
 """
 
 from __future__ import annotations
@@ -35,8 +37,15 @@ def main(argv=None) -> int:
     p.add_argument("--out", default="docs/train")
     p.add_argument("--tag", default="default", help="name of this experiment in the outputs")
     p.add_argument(
-        "--eval-every", type=int, default=0,
-        help="also evaluate the sampled policy (--episodes, stage 1) every N chunks; 0: off",
+        "--eval-every",
+        type=int,
+        default=0,
+        help="also evaluate the sampled and the greedy policy (--episodes, stage 1) every N "
+        "chunks; 0: off",
+    )
+    p.add_argument(
+        "--save-checkpoints", default=None, metavar="DIR",
+        help="save each seed's final state to DIR/<tag>_seed<seed> (for hm-eval)",
     )  # fmt: skip
     args, rest = p.parse_known_args(argv)
     train_args = build_parser().parse_args(rest)
@@ -63,6 +72,9 @@ def main(argv=None) -> int:
     eval_env = getattr(trainer.env, "unwrapped", trainer.env)
     ev_sampled = make_evaluate(
         eval_env, trainer.env_params, trainer.network.apply, args.episodes, max_steps, False
+    )
+    ev_greedy = make_evaluate(
+        eval_env, trainer.env_params, trainer.network.apply, args.episodes, max_steps, True
     )
 
     rows, finals = [], []
@@ -93,11 +105,18 @@ def main(argv=None) -> int:
             chunk = -(-update // cfg.log_interval)
             if args.eval_every and (chunk % args.eval_every == 0 or update == trainer.num_updates):
                 t_eval = time.perf_counter()
-                ev = summarize(
-                    jax.device_get(ev_sampled(runner.params, jax.random.key(20_000 + chunk))),
-                    names,
-                )
+                k_eval = jax.random.key(20_000 + chunk)
+                ev = summarize(jax.device_get(ev_sampled(runner.params, k_eval)), names)
+                evg = summarize(jax.device_get(ev_greedy(runner.params, k_eval)), names)
                 row.update({f"eval/{k}": ev[k] for k in EVAL_KEYS})
+                row.update({f"eval_greedy/{k}": evg[k] for k in EVAL_KEYS})
+                print(
+                    f"seed {seed} eval at {row['env_steps']:,} steps: sampled return "
+                    f"{ev['return_mean']:.3f} stage {ev['stage_mean']:.2f} stage3+ "
+                    f"{ev['stage_3plus_frac']:.2f}; greedy return {evg['return_mean']:.3f} "
+                    f"stage {evg['stage_mean']:.2f} stage3+ {evg['stage_3plus_frac']:.2f}",
+                    flush=True,
+                )
                 t0 += time.perf_counter() - t_eval  # steps/s and wall time exclude evaluation
                 row["wall_seconds"] = time.perf_counter() - t0
             rows.append(row)
@@ -108,18 +127,35 @@ def main(argv=None) -> int:
                 f"({row['env_steps'] / row['wall_seconds']:,.0f} steps/s)",
                 flush=True,
             )
+        train_seconds = time.perf_counter() - t0
         key = jax.random.key(10_000 + seed)
         res = {
             "seed": seed,
             "sampled": summarize(jax.device_get(ev_sampled(runner.params, key)), names),
-            "train_seconds": time.perf_counter() - t0,
+            "greedy": summarize(jax.device_get(ev_greedy(runner.params, key)), names),
+            "train_seconds": train_seconds,
         }
         finals.append(res)
-        print(
-            f"seed {seed} eval (sampled): return {res['sampled']['return_mean']:.3f} "
-            f"stage {res['sampled']['stage_mean']:.2f}",
-            flush=True,
-        )
+        for kind in ("sampled", "greedy"):
+            print(
+                f"seed {seed} eval ({kind}): return {res[kind]['return_mean']:.3f} "
+                f"stage {res[kind]['stage_mean']:.2f} "
+                f"stage3+ {res[kind]['stage_3plus_frac']:.2f}",
+                flush=True,
+            )
+        if args.save_checkpoints:
+            from hackmatrix_train.checkpoint import save_checkpoint
+
+            meta = {"run_name": f"{args.tag}_seed{seed}", "env_steps": update * cfg.batch_size,
+                    "num_devices": trainer.num_devices, "reason": "hm-train-learn final",
+                    "jax_version": jax.__version__}  # fmt: skip
+            path = save_checkpoint(
+                Path(args.save_checkpoints) / f"{args.tag}_seed{seed}",
+                runner,
+                cfg.to_dict(),
+                meta,
+            )
+            print(f"seed {seed}: checkpoint {path}", flush=True)
     zeros = jax.tree.map(jnp.zeros_like, runner.params)
     rand = summarize(jax.device_get(ev_sampled(zeros, jax.random.key(99))), names)
     print(f"random masked policy: return {rand['return_mean']:.3f}", flush=True)
@@ -147,6 +183,11 @@ def main(argv=None) -> int:
         "sampled_siphons_per_episode": agg("sampled", "siphons_per_episode"),
         "sampled_programs_per_episode": agg("sampled", "programs_per_episode"),
         "sampled_stage_3plus_frac": agg("sampled", "stage_3plus_frac"),
+        "greedy_return": agg("greedy", "return_mean"),
+        "greedy_stage": agg("greedy", "stage_mean"),
+        "greedy_stage_3plus_frac": agg("greedy", "stage_3plus_frac"),
+        "greedy_siphons_per_episode": agg("greedy", "siphons_per_episode"),
+        "greedy_programs_per_episode": agg("greedy", "programs_per_episode"),
     }
     (out / f"summary_{args.tag}.json").write_text(json.dumps(summary, indent=1))
     plot_curves(rows, rand, out / f"learning_curve_{args.tag}.png", args.tag)
@@ -182,6 +223,9 @@ def plot_curves(rows: list[dict], rand: dict, path: Path, title: str) -> None:
     if has_eval:
         ret_keys.append(("eval/return_mean", "PPO, eval (stage 1, sampled)"))
         stage_keys.append(("eval/stage_mean", "PPO, eval (stage 1, sampled)"))
+    if any(r.get("eval_greedy/return_mean", "") != "" for r in rows):
+        ret_keys.append(("eval_greedy/return_mean", "PPO, eval (stage 1, greedy)"))
+        stage_keys.append(("eval_greedy/stage_mean", "PPO, eval (stage 1, greedy)"))
     panels = [
         (axes[0], ret_keys, "mean episode return", rand["return_mean"]),
         (axes[1], stage_keys, "mean stage reached", rand["stage_mean"]),
@@ -200,7 +244,7 @@ def plot_curves(rows: list[dict], rand: dict, path: Path, title: str) -> None:
             t = series(key)
             ok = ~np.all(np.isnan(t), 0)
             ax.plot(
-                x[ok], np.nanmean(t[:, ok], 0), marker="o" if key.startswith("eval/") else None,
+                x[ok], np.nanmean(t[:, ok], 0), marker="o" if key.startswith("eval") else None,
                 ms=3, label=f"{name} ({len(seeds)} seeds)",
             )  # fmt: skip
             ax.fill_between(x[ok], np.nanmin(t[:, ok], 0), np.nanmax(t[:, ok], 0), alpha=0.25)
