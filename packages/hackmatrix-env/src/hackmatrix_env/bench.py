@@ -6,8 +6,9 @@
 For each batch size it prints the compile time and the env steps per second
 of a uniform random *masked* policy (``uniform_masked_actions``: one 32-bit draw
 per env; ``--policy gumbel`` for the Gumbel-max policy used before session 5)
-under ``jit(scan(vmap(env.step)))`` with gymnax auto-reset, then the cost of ``jit(vmap(reset))`` alone; ``--no-reset`` also
-times the step without auto-reset (``step_env``), so the reset's share is visible.
+under ``jit(scan(vmap(env.step)))`` with gymnax auto-reset, then the cost of
+``jit(vmap(reset))`` alone; ``--no-reset`` also times the step without auto-reset
+(``step_env``), so the reset's share is visible.
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ def uniform_masked_actions(key: jax.Array, mask: jax.Array) -> jax.Array:
     actions is ``<= k``, so the action index is that number of positions. The counts come
     from a float dot with a constant triangular matrix (exact: at most 28), not a
     ``cumsum`` (a slow ``reduce_window`` on XLA:CPU). The Gumbel-max policy costs 28
-    draws and two logs per row, which at 4,096 envs was ~10 % of the benchmark's step.
+    draws and two logs per row: 3-11 % of the benchmark's step in same-run A/Bs
+    (specs/env-shell.md §7.4).
     Bias: ``2**32 mod n`` of ``2**32`` draws, below 1e-8. A row with no valid action
     gets action 0.
     """
