@@ -26,6 +26,19 @@ CURVE_KEYS = (
 # (stage 1, no curriculum), unbiased by the short-episode skew of training returns.
 EVAL_KEYS = ("return_mean", "stage_mean", "stage_3plus_frac", "siphons_per_episode",
              "programs_per_episode", "length_mean")  # fmt: skip
+# summary.json: "<sampled|greedy>_<name>" aggregates the final evaluations' <key> over seeds.
+SUMMARY_KEYS = (("return", "return_mean"), ("stage", "stage_mean"),
+                ("siphons_per_episode", "siphons_per_episode"),
+                ("programs_per_episode", "programs_per_episode"),
+                ("stage_3plus_frac", "stage_3plus_frac"))  # fmt: skip
+
+
+def _brief(ev: dict) -> str:
+    """One evaluation summary as console text."""
+    return (
+        f"return {ev['return_mean']:.3f} stage {ev['stage_mean']:.2f} "
+        f"stage3+ {ev['stage_3plus_frac']:.2f}"
+    )
 
 
 def main(argv=None) -> int:
@@ -111,10 +124,8 @@ def main(argv=None) -> int:
                 row.update({f"eval/{k}": ev[k] for k in EVAL_KEYS})
                 row.update({f"eval_greedy/{k}": evg[k] for k in EVAL_KEYS})
                 print(
-                    f"seed {seed} eval at {row['env_steps']:,} steps: sampled return "
-                    f"{ev['return_mean']:.3f} stage {ev['stage_mean']:.2f} stage3+ "
-                    f"{ev['stage_3plus_frac']:.2f}; greedy return {evg['return_mean']:.3f} "
-                    f"stage {evg['stage_mean']:.2f} stage3+ {evg['stage_3plus_frac']:.2f}",
+                    f"seed {seed} eval at {row['env_steps']:,} steps: sampled {_brief(ev)}; "
+                    f"greedy {_brief(evg)}",
                     flush=True,
                 )
                 t0 += time.perf_counter() - t_eval  # steps/s and wall time exclude evaluation
@@ -137,12 +148,7 @@ def main(argv=None) -> int:
         }
         finals.append(res)
         for kind in ("sampled", "greedy"):
-            print(
-                f"seed {seed} eval ({kind}): return {res[kind]['return_mean']:.3f} "
-                f"stage {res[kind]['stage_mean']:.2f} "
-                f"stage3+ {res[kind]['stage_3plus_frac']:.2f}",
-                flush=True,
-            )
+            print(f"seed {seed} eval ({kind}): {_brief(res[kind])}", flush=True)
         if args.save_checkpoints:
             from hackmatrix_train.checkpoint import save_checkpoint
 
@@ -178,16 +184,11 @@ def main(argv=None) -> int:
         "wall_seconds": time.perf_counter() - t_start,
         "random": rand,
         "final": finals,
-        "sampled_return": agg("sampled", "return_mean"),
-        "sampled_stage": agg("sampled", "stage_mean"),
-        "sampled_siphons_per_episode": agg("sampled", "siphons_per_episode"),
-        "sampled_programs_per_episode": agg("sampled", "programs_per_episode"),
-        "sampled_stage_3plus_frac": agg("sampled", "stage_3plus_frac"),
-        "greedy_return": agg("greedy", "return_mean"),
-        "greedy_stage": agg("greedy", "stage_mean"),
-        "greedy_stage_3plus_frac": agg("greedy", "stage_3plus_frac"),
-        "greedy_siphons_per_episode": agg("greedy", "siphons_per_episode"),
-        "greedy_programs_per_episode": agg("greedy", "programs_per_episode"),
+        **{
+            f"{kind}_{name}": agg(kind, key)
+            for kind in ("sampled", "greedy")
+            for name, key in SUMMARY_KEYS
+        },
     }
     (out / f"summary_{args.tag}.json").write_text(json.dumps(summary, indent=1))
     plot_curves(rows, rand, out / f"learning_curve_{args.tag}.png", args.tag)
