@@ -9,20 +9,18 @@ from __future__ import annotations
 import os
 import tempfile
 
-import jax
 import pytest
 from builders import make_state, scenario
+from hackmatrix_train import compile_cache
 
 # Persistent compilation cache: identical programs compiled by different tests
 # (or by an earlier run) are loaded instead of recompiled. The env step takes
-# long to compile on CPU, so this saves minutes per run.
-jax.config.update(
-    "jax_compilation_cache_dir",
-    os.environ.get(
-        "HACKMATRIX_JAX_CACHE", os.path.join(tempfile.gettempdir(), "hackmatrix-jax-cache")
-    ),
+# long to compile on CPU, so this saves minutes per run. The CLIs run in-process
+# by the tests read the same variable, so they share this directory.
+os.environ.setdefault(
+    compile_cache.ENV_VAR, os.path.join(tempfile.gettempdir(), "hackmatrix-jax-cache")
 )
-jax.config.update("jax_persistent_cache_min_compile_time_secs", 1.0)
+compile_cache.enable(compile_cache.default_cache_dir())
 
 
 @pytest.fixture(name="scenario")

@@ -15,7 +15,11 @@ import sys
 import time
 from pathlib import Path
 
+from hackmatrix_train import compile_cache
 from hackmatrix_train.config import NETWORKS, TrainConfig, describe_plan, plan
+
+# Flags of hm-train that are not TrainConfig fields (process set-up, not the experiment).
+NON_CONFIG_ARGS = frozenset({"distributed"}) | compile_cache.ARG_NAMES
 
 # Flags that may differ from the checkpoint's config on --resume (they change no state shape).
 RESUME_MUTABLE = {
@@ -116,6 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=False,
         help="call jax.distributed.initialize() first (multi-host; env vars configure it)",
     )
+    compile_cache.add_arguments(p)
     return p
 
 
@@ -130,7 +135,7 @@ def default_run_name(cfg: TrainConfig) -> str:
 
 
 def config_from_args(args: argparse.Namespace) -> tuple[TrainConfig, frozenset[str]]:
-    ns = {k: v for k, v in vars(args).items() if k != "distributed"}
+    ns = {k: v for k, v in vars(args).items() if k not in NON_CONFIG_ARGS}
     explicit = frozenset(ns)
     return TrainConfig(**ns), explicit
 
@@ -280,6 +285,7 @@ def train_main(argv=None) -> int:
         import jax
 
         jax.distributed.initialize()
+    compile_cache.enable_from_args(args)
     cfg, explicit = config_from_args(args)
     result = run(cfg, explicit)
     return 130 if result["interrupted"] else 0
@@ -298,6 +304,7 @@ def build_eval_parser() -> argparse.ArgumentParser:
     p.add_argument("--start-stage", type=int, default=None, help="override the run's start stage")
     p.add_argument("--max-steps-in-episode", type=int, default=None)
     p.add_argument("--json", default=None, help="write the summary JSON here ('-' = stdout)")
+    compile_cache.add_arguments(p)
     return p
 
 
@@ -358,6 +365,7 @@ def eval_main(argv=None) -> int:
     from hackmatrix_train.evaluate import format_table
 
     args = build_eval_parser().parse_args(argv)
+    compile_cache.enable_from_args(args)
     try:
         summary = evaluate_checkpoint(
             args.checkpoint, args.episodes, args.greedy, args.seed, args.start_stage,

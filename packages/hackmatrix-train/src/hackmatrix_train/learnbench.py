@@ -63,6 +63,9 @@ def main(argv=None) -> int:
     args, rest = p.parse_known_args(argv)
     train_args = build_parser().parse_args(rest)
     cfg, explicit = config_from_args(train_args)
+    from hackmatrix_train import compile_cache
+
+    compile_cache.enable_from_args(train_args)
 
     import jax
     import jax.numpy as jnp
