@@ -4,10 +4,9 @@ Compiling the trainer's update chunk takes ~35 s on the 2-core CPU, almost all o
 step, and every launch with the same config compiles the same program again: ``--resume`` after
 Ctrl+C, ``hm-eval`` after training, the next seed of a sweep. JAX's persistent cache stores the
 compiled executables on disk, keyed by the program, the jax/jaxlib version and the backend, so
-those launches load them instead. Measured on the idle 2-core box: ``hm-train`` with the default
-config compiles in 36 s cold and 7.4 s warm (the trace, ~5-8 s, is paid on every launch), with
-identical results.
-It never changes results: a cache hit is the same executable.
+those launches load them instead. It never changes results: a cache hit is the same executable.
+Measured on the idle 2-core box: ``hm-train`` with the default config compiles in 36 s cold and
+7.4 s warm (the trace, ~5-8 s, is paid on every launch).
 
 On by default in ``$HACKMATRIX_JAX_CACHE`` or ``$XDG_CACHE_HOME/hackmatrix/jax``
 (``~/.cache/hackmatrix/jax``); ``--compile-cache DIR`` picks another directory,

@@ -42,6 +42,7 @@ def _brief(ev: dict) -> str:
 
 
 def main(argv=None) -> int:
+    from hackmatrix_train import compile_cache
     from hackmatrix_train.cli import build_parser, config_from_args
 
     p = argparse.ArgumentParser(prog="hm-train-learn", description=__doc__)
@@ -63,8 +64,6 @@ def main(argv=None) -> int:
     args, rest = p.parse_known_args(argv)
     train_args = build_parser().parse_args(rest)
     cfg, explicit = config_from_args(train_args)
-    from hackmatrix_train import compile_cache
-
     compile_cache.enable_from_args(train_args)
 
     import jax
