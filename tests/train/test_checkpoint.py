@@ -89,6 +89,23 @@ def test_cli_interrupt_then_resume_is_exact(reference, tmp_path, monkeypatch):
     assert 1.0 <= summary["length_mean"] <= 4.0
     assert summary["policy"] == "greedy" and summary["update"] == 4
 
+    # wrap_network (diagnostics): the wrapped apply is the one evaluated, on the loaded params
+    class Spy:
+        def __init__(self, net):
+            self.net, self.calls = net, 0
+
+        def apply(self, params, obs):
+            self.calls += 1
+            return self.net.apply(params, obs)
+
+    spies = []
+    wrapped = evaluate_checkpoint(
+        run_dir, episodes=64, env=ENV, env_params=PARAMS,
+        wrap_network=lambda net: spies.append(Spy(net)) or spies[-1],
+    )  # fmt: skip
+    assert len(spies) == 1 and spies[0].calls > 0
+    assert wrapped == summary
+
 
 def test_resume_rejects_changed_shape_flags(reference, tmp_path):
     _, final = reference

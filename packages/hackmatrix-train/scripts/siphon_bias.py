@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 
-import hackmatrix_train.network as network_module
 from hackmatrix_train.cli import evaluate_checkpoint
 from hackmatrix_train.compile_cache import default_cache_dir, enable
 
@@ -27,9 +26,6 @@ class _Biased:
 
     def __init__(self, net, bias: float, programs: bool):
         self.net, self.bias, self.programs = net, bias, programs
-
-    def init(self, *args, **kwargs):
-        return self.net.init(*args, **kwargs)
 
     def apply(self, params, obs):
         logits, value = self.net.apply(params, obs)
@@ -47,15 +43,13 @@ def main() -> None:
     p.add_argument("--json", default=None)
     args = p.parse_args()
     enable(default_cache_dir())
-    make_network = network_module.make_network
     rows = []
     print(f"{'bias':>6} {'return':>8} {'stage':>6} {'3+':>5} {'siphons':>8} {'programs':>8}")
     for bias in args.biases:
-        network_module.make_network = lambda *a, b=bias: _Biased(make_network(*a), b, args.programs)
-        try:
-            s = evaluate_checkpoint(args.checkpoint, args.episodes, True, args.seed)
-        finally:
-            network_module.make_network = make_network
+        s = evaluate_checkpoint(
+            args.checkpoint, args.episodes, True, args.seed,
+            wrap_network=lambda net, b=bias: _Biased(net, b, args.programs),
+        )  # fmt: skip
         row = {"bias": bias, **{k: s[k] for k in (
             "return_mean", "stage_mean", "stage_3plus_frac", "siphons_per_episode",
             "programs_per_episode", "stage_distribution")}}  # fmt: skip

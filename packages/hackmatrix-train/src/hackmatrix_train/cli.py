@@ -310,9 +310,13 @@ def build_eval_parser() -> argparse.ArgumentParser:
 
 def evaluate_checkpoint(
     path, episodes=100, greedy=True, seed=0, start_stage=None, max_steps=None, random=False,
-    env=None, env_params=None,
+    env=None, env_params=None, wrap_network=None,
 ) -> dict:  # fmt: skip
-    """Evaluate a saved policy (or the random masked policy); returns the summary dict."""
+    """Evaluate a saved policy (or the random masked policy); returns the summary dict.
+
+    ``wrap_network(net) -> net`` lets diagnostics alter the loaded policy (e.g. shift logits,
+    ``scripts/siphon_bias.py``); the parameters are loaded into the unwrapped network's shapes.
+    """
     import jax
 
     from hackmatrix_train import checkpoint as ckpt
@@ -346,6 +350,8 @@ def evaluate_checkpoint(
     one = jax.tree.map(lambda s: jax.ShapeDtypeStruct((1, *s.shape), s.dtype), obs)
     template = jax.eval_shape(net.init, jax.random.key(0), one)
     params = ckpt.unflatten_state(flat, template, source=str(path))
+    if wrap_network is not None:
+        net = wrap_network(net)
     evaluate = make_evaluate(
         env, env_params, None if random else net.apply, episodes,
         int(env_params.max_steps_in_episode), greedy,
