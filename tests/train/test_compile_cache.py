@@ -98,3 +98,15 @@ def test_a_second_launch_loads_instead_of_writing(tmp_path):
     second, after = launch()
     assert after == written  # a hit: nothing new compiled or written
     assert second == first
+
+
+def test_entries_without_an_access_time_are_repaired(tmp_path):
+    """JAX's LRU eviction reads every ``-atime`` file; an orphan entry made every write warn."""
+    (tmp_path / "a-cache").write_bytes(b"x" * 10)
+    (tmp_path / "a-atime").write_bytes((123).to_bytes(8, "little"))
+    (tmp_path / "b-cache").write_bytes(b"y" * 10)
+    os.utime(tmp_path / "b-cache", ns=(5_000_000_000, 7_000_000_000))
+    assert compile_cache.repair_lru_entries(tmp_path) == 1
+    assert int.from_bytes((tmp_path / "b-atime").read_bytes(), "little") == 7_000_000_000
+    assert int.from_bytes((tmp_path / "a-atime").read_bytes(), "little") == 123  # untouched
+    assert compile_cache.repair_lru_entries(tmp_path) == 0

@@ -74,6 +74,13 @@ def build_parser() -> argparse.ArgumentParser:
     add("--ent-coef", help="entropy coefficient (start value when annealed)")
     add("--ent-coef-end", type=float, help="anneal the entropy coefficient linearly to this")
     add("--max-grad-norm")
+    add(
+        "--explore-floor",
+        help="exploration floor: a loss penalty keeps P(siphon) and P(any program) >= this "
+        "wherever they are valid (0 = off; specs/train.md §5)",
+    )
+    add("--explore-floor-end", type=float, help="anneal the floor linearly to this")
+    add("--explore-coef", help="weight of the exploration-floor penalty")
     add("--reward-scale", help="multiply rewards by this inside the loss")
     add("--network", choices=NETWORKS, help="mlp (flattened obs) or grid (conv over 6x6 cells)")
     add("--hidden-dim")

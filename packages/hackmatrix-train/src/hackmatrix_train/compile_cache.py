@@ -57,6 +57,7 @@ def enable(path: str | os.PathLike | None, min_compile_seconds: float = MIN_COMP
     except OSError as e:
         print(f"warning: compilation cache disabled ({e})", file=sys.stderr)
         return None
+    repair_lru_entries(path)
     jax.config.update("jax_compilation_cache_dir", str(path))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", float(min_compile_seconds))
     jax.config.update("jax_compilation_cache_max_size", MAX_BYTES)
@@ -90,3 +91,24 @@ def enable_from_args(args: argparse.Namespace):
         return None
     chosen = getattr(args, "compile_cache", None)
     return enable(chosen if chosen is not None else default_cache_dir())
+
+
+def repair_lru_entries(path: Path) -> int:
+    """Give every ``<key>-cache`` entry without its ``<key>-atime`` file one; returns how many.
+
+    JAX's size-capped cache keeps an access-time file next to each entry and reads all of them
+    when it evicts. Entries written without the cap (older JAX, ``jax_compilation_cache_max_size``
+    unset) or by a process killed between the two writes have none, and then every later write
+    warns "Error writing persistent compilation cache entry" and eviction stops working. Such
+    entries are dated by their modification time (same 8-byte little-endian nanoseconds as JAX).
+    """
+    repaired = 0
+    try:
+        for entry in path.glob("*-cache"):
+            atime = entry.with_name(entry.name[: -len("-cache")] + "-atime")
+            if not atime.exists():
+                atime.write_bytes(entry.stat().st_mtime_ns.to_bytes(8, "little"))
+                repaired += 1
+    except OSError as e:  # a cache problem never stops a run
+        print(f"warning: compilation cache not repaired ({e})", file=sys.stderr)
+    return repaired

@@ -37,6 +37,11 @@ class TrainConfig:
     ent_coef: float = 0.15
     ent_coef_end: float | None = None  # None: constant; else linear from ent_coef to this
     max_grad_norm: float = 0.5
+    # exploration floor on the siphon action and on the program actions taken together
+    # (ppo.floor_penalty): 0 = off; else a penalty keeps each group's probability >= this
+    explore_floor: float = 0.0
+    explore_floor_end: float | None = None  # None: constant; else linear from explore_floor
+    explore_coef: float = 0.1  # weight of the floor penalty in the loss
     reward_scale: float = 1.0  # rewards are multiplied by this inside the loss only
     # network
     network: str = "mlp"
@@ -145,6 +150,14 @@ def validate(cfg: TrainConfig, num_devices: int = 1) -> None:
         raise ValueError("--gamma and --gae-lambda must lie in [0, 1]")
     if cfg.lr <= 0 or cfg.clip_eps <= 0 or cfg.max_grad_norm <= 0:
         raise ValueError("--lr, --clip-eps and --max-grad-norm must be > 0")
+    for name in ("explore_floor", "explore_floor_end"):
+        value = getattr(cfg, name)
+        if value is not None and not 0.0 <= value < 1.0:
+            raise ValueError(f"--{name.replace('_', '-')} must lie in [0, 1), got {value}")
+    if cfg.explore_coef < 0:
+        raise ValueError(f"--explore-coef must be >= 0, got {cfg.explore_coef}")
+    if cfg.explore_floor_end is not None and cfg.explore_floor == 0:
+        raise ValueError("--explore-floor-end needs --explore-floor > 0 (the start value)")
     if not 1 <= cfg.start_stage <= 8:
         raise ValueError("--start-stage must be in 1..8")
     if cfg.history_depth < 1:

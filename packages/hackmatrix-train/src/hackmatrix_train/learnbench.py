@@ -20,7 +20,7 @@ CURVE_KEYS = (
     "train/episode_return", "train/episode_length", "train/num_episodes", "stats/mean_stage",
     "stats/highest_stage", "stats/win_rate", "actions/siphon_frac", "actions/program_frac",
     "actions/kind_attack_frac", "train/entropy", "train/approx_kl", "train/clip_frac",
-    "train/explained_variance", "train/ent_coef",
+    "train/explained_variance", "train/ent_coef", "train/explore_floor", "train/floor_loss",
 )  # fmt: skip
 # Periodic evaluation (--eval-every): the sampled policy on whole episodes of the real game
 # (stage 1, no curriculum), unbiased by the short-episode skew of training returns.

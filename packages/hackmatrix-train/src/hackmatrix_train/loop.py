@@ -68,6 +68,11 @@ class Trainer:
         self.component_names = comp_names
         self.is_hackmatrix = self.num_actions == HACKMATRIX_ACTIONS and prog_names is not None
         self.program_names = prog_names if self.is_hackmatrix else ()
+        if cfg.explore_floor > 0 and self.num_actions != HACKMATRIX_ACTIONS:
+            raise ValueError(
+                f"--explore-floor needs the HackMatrix action space ({HACKMATRIX_ACTIONS} "
+                f"actions: siphon and program groups); this env has {self.num_actions}"
+            )
 
         self.network = make_network(cfg.network, self.num_actions, cfg.hidden_dim, cfg.num_layers)
         self.tx = make_optimizer(cfg, self.num_updates)
@@ -153,10 +158,14 @@ class Trainer:
             "train/num_episodes": s["ep_count"],
             "train/learning_rate": s["lr"] / n,
             "train/ent_coef": s["ent_coef"] / n,
+            "train/explore_floor": s["explore_floor"] / n,
             "train/update": update.astype(f32),
             "train/invalid_actions": s["invalid"],
         }
-        for k in ("pg_loss", "vf_loss", "entropy", "approx_kl", "clip_frac", "explained_variance"):
+        for k in (
+            "pg_loss", "vf_loss", "entropy", "approx_kl", "clip_frac", "explained_variance",
+            "floor_loss",
+        ):  # fmt: skip
             m[f"train/{k}"] = s[k] / n
         for i, name in enumerate(self.component_names):
             m[f"reward/{name}"] = s["ep_breakdown"][i] / eps

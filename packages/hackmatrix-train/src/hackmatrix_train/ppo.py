@@ -12,6 +12,7 @@ import jax
 import jax.numpy as jnp
 import optax
 from flax import struct
+from hackmatrix_env.constants import NUM_ACTIONS, Action
 
 from hackmatrix_train.network import masked_categorical
 from hackmatrix_train.rollout import EpisodeAcc, Transition, collect_rollout
@@ -41,8 +42,40 @@ def compute_gae(
     return adv, adv + traj.value
 
 
-def ppo_loss(params, apply_fn, batch: Transition, adv, targets, clip_eps, vf_coef, ent_coef):
-    """Clipped PPO objective with clipped value loss and entropy over valid actions."""
+# Action groups the exploration floor keeps alive: the siphon, and the 23 programs together.
+EXPLORE_GROUPS = ((int(Action.SIPHON),), tuple(range(int(Action.PUSH), NUM_ACTIONS)))
+
+
+def floor_penalty(logits, mask, floor, groups=EXPLORE_GROUPS) -> jax.Array:
+    """Mean over samples of ``sum_g relu(log floor - log pi(g))`` over groups with a valid action.
+
+    ``pi(g)`` is the masked policy's probability of taking any action of group ``g``. Unlike an
+    entropy bonus, whose gradient on a logit vanishes with the action's probability, this
+    penalty pushes a group's log-probability up with unit slope while it is below the floor, so
+    an action the policy has unlearned is still sampled at rate ``floor`` (specs/train.md §10,
+    session 7). It is a term of the loss only: the policy sampled and the importance ratio are
+    those of the network, so PPO stays on-policy.
+    """
+    neg = jnp.finfo(logits.dtype).min
+    log_z = jax.nn.logsumexp(jnp.where(mask, logits, neg), axis=-1)
+    total = jnp.zeros(logits.shape[:-1], logits.dtype)
+    for group in groups:
+        idx = jnp.asarray(group)
+        g_mask = mask[..., idx]
+        log_q = jax.nn.logsumexp(jnp.where(g_mask, logits[..., idx], neg), axis=-1) - log_z
+        short = jax.nn.relu(jnp.log(floor) - log_q)
+        total = total + jnp.where(g_mask.any(axis=-1), short, 0.0)
+    return total.mean()
+
+
+def ppo_loss(
+    params, apply_fn, batch: Transition, adv, targets, clip_eps, vf_coef, ent_coef,
+    explore_floor=None, explore_coef=0.0,
+):  # fmt: skip
+    """Clipped PPO objective with clipped value loss and entropy over valid actions.
+
+    ``explore_floor`` (None = off, a static choice) adds ``explore_coef * floor_penalty``.
+    """
     logits, value = apply_fn(params, batch.obs)
     pi = masked_categorical(logits, batch.obs.action_mask)
     log_prob = pi.log_prob(batch.action)
@@ -56,7 +89,12 @@ def ppo_loss(params, apply_fn, batch: Transition, adv, targets, clip_eps, vf_coe
     vf_loss = 0.5 * jnp.maximum((value - targets) ** 2, (v_clipped - targets) ** 2).mean()
     entropy = pi.entropy().mean()
     total = pg_loss + vf_coef * vf_loss - ent_coef * entropy
+    floor_loss = jnp.float32(0.0)
+    if explore_floor is not None:
+        floor_loss = floor_penalty(logits, batch.obs.action_mask, explore_floor)
+        total = total + explore_coef * floor_loss
     aux = {
+        "floor_loss": floor_loss,
         "pg_loss": pg_loss,
         "vf_loss": vf_loss,
         "entropy": entropy,
@@ -101,6 +139,18 @@ def entropy_coef(cfg, num_updates: int, update: jax.Array) -> jax.Array:
     return jnp.float32(cfg.ent_coef) + frac * jnp.float32(cfg.ent_coef_end - cfg.ent_coef)
 
 
+def explore_floor(cfg, num_updates: int, update: jax.Array) -> jax.Array | None:
+    """The exploration floor this update: None when off, else linear like the entropy coef."""
+    if cfg.explore_floor == 0:
+        return None
+    if cfg.explore_floor_end is None:
+        return jnp.float32(cfg.explore_floor)
+    frac = jnp.clip(update.astype(jnp.float32) / num_updates, 0.0, 1.0)
+    return jnp.float32(cfg.explore_floor) + frac * jnp.float32(
+        cfg.explore_floor_end - cfg.explore_floor
+    )
+
+
 def _pmean(x, axis_name):
     return x if axis_name is None else jax.lax.pmean(x, axis_name)
 
@@ -122,6 +172,7 @@ def make_update(cfg, apply_fn, tx, env, env_params, num_updates: int, axis_name=
         _, last_value = apply_fn(runner.params, obs)
         adv, targets = compute_gae(traj, last_value, cfg.gamma, cfg.gae_lambda, cfg.reward_scale)
         ent_coef = entropy_coef(cfg, num_updates, runner.update)
+        floor = explore_floor(cfg, num_updates, runner.update)
 
         flat = jax.tree.map(lambda x: x.reshape((-1, *x.shape[2:])), (traj, adv, targets))
         batch_size = adv.size
@@ -130,8 +181,9 @@ def make_update(cfg, apply_fn, tx, env, env_params, num_updates: int, axis_name=
             params, opt_state = carry
             t, a, tg = mb
             grads, aux = jax.grad(ppo_loss, has_aux=True)(
-                params, apply_fn, t, a, tg, cfg.clip_eps, cfg.vf_coef, ent_coef
-            )
+                params, apply_fn, t, a, tg, cfg.clip_eps, cfg.vf_coef, ent_coef,
+                floor, cfg.explore_coef,
+            )  # fmt: skip
             grads = _pmean(grads, axis_name)
             updates, opt_state = tx.update(grads, opt_state, params)
             return (optax.apply_updates(params, updates), opt_state), aux
@@ -167,6 +219,7 @@ def make_update(cfg, apply_fn, tx, env, env_params, num_updates: int, axis_name=
         raw = {**stats, **losses}
         raw["lr"] = learning_rate(cfg, num_updates, runner.update)
         raw["ent_coef"] = ent_coef
+        raw["explore_floor"] = jnp.float32(0.0) if floor is None else floor
         runner = runner.replace(
             params=params,
             opt_state=opt_state,

@@ -1,0 +1,144 @@
+"""The exploration floor (``--explore-floor``): a loss penalty that keeps the siphon and the
+program actions sampled at a minimum rate wherever they are valid (ppo.floor_penalty)."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+from hackmatrix_env.constants import NUM_ACTIONS, Action
+from hackmatrix_train.cli import build_parser, config_from_args
+from hackmatrix_train.config import TrainConfig, validate
+from hackmatrix_train.loop import make_train
+from hackmatrix_train.ppo import explore_floor, floor_penalty
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+from train.train_probes import ProbeParams, ProbeSuite
+
+SIPHON = int(Action.SIPHON)
+FIRST_PROGRAM = int(Action.PUSH)
+
+
+def _reference(logits: np.ndarray, mask: np.ndarray, floor: float) -> float:
+    """The penalty from its definition, in float64 numpy, one sample at a time."""
+    total = 0.0
+    for row, valid in zip(logits.astype(np.float64), mask, strict=True):
+        if not valid.any():
+            continue  # no valid action at all: neither group is valid
+        p = np.where(valid, np.exp(row - row[valid].max()), 0.0)
+        p /= p.sum()
+        for group in ((SIPHON,), tuple(range(FIRST_PROGRAM, NUM_ACTIONS))):
+            idx = list(group)
+            if valid[idx].any():
+                total += max(np.log(floor) - np.log(p[idx].sum()), 0.0)
+    return total / len(logits)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    logits=arrays(np.float32, (6, NUM_ACTIONS), elements=st.floats(-8, 8, width=32)),
+    mask=arrays(np.bool_, (6, NUM_ACTIONS)),
+    floor=st.floats(0.001, 0.5),
+)
+def test_floor_penalty_matches_its_definition(logits, mask, floor):
+    got = float(floor_penalty(jnp.asarray(logits), jnp.asarray(mask), floor))
+    np.testing.assert_allclose(got, _reference(logits, mask, floor), rtol=1e-4, atol=1e-4)
+    assert got >= 0.0
+
+
+def test_penalty_is_zero_above_the_floor_and_positive_below():
+    logits = jnp.zeros((1, NUM_ACTIONS))  # uniform: P(siphon) = 1/28, P(programs) = 23/28
+    mask = jnp.ones((1, NUM_ACTIONS), bool)
+    assert float(floor_penalty(logits, mask, 0.03)) == 0.0
+    np.testing.assert_allclose(
+        float(floor_penalty(logits, mask, 0.05)), np.log(0.05 * 28), rtol=1e-5
+    )
+    # an invalid group never counts, however improbable it is
+    no_siphon = mask.at[0, SIPHON].set(False)
+    low = logits.at[0, SIPHON].set(-50.0)
+    assert float(floor_penalty(low, no_siphon, 0.03)) == 0.0
+    assert float(floor_penalty(low, mask, 0.03)) > 40.0
+
+
+def test_gradient_has_unit_slope_on_an_unlearned_action_and_stays_finite():
+    """Unlike an entropy bonus, the push does not vanish with the action's probability."""
+    mask = jnp.ones((2, NUM_ACTIONS), bool).at[1].set(False)  # row 1: nothing valid
+    logits = jnp.zeros((2, NUM_ACTIONS)).at[0, SIPHON].set(-30.0)
+    grad = jax.grad(floor_penalty)(logits, mask, 0.01)
+    assert np.isfinite(np.asarray(grad)).all()
+    np.testing.assert_allclose(float(grad[0, SIPHON]), -0.5, rtol=1e-4)  # -(1 - q) / batch
+    assert (np.asarray(grad[1]) == 0).all()
+
+    def entropy(lg):
+        p = jax.nn.softmax(lg[0])
+        return -(p * jnp.log(p)).sum()
+
+    assert abs(float(jax.grad(entropy)(logits)[0, SIPHON])) < 1e-9
+
+
+def _train_siphon_prob(coef: float, steps: int = 400) -> float:
+    """Adam on free logits: a policy-gradient-like push drives the siphon logit down; the floor
+    (weight ``coef``) resists. Returns the final P(siphon)."""
+    mask = jnp.ones((16, NUM_ACTIONS), bool)
+    logits = jax.random.normal(jax.random.key(0), (16, NUM_ACTIONS))
+    tx = optax.adam(0.05)
+
+    def loss(lg):
+        return lg[:, SIPHON].mean() + coef * floor_penalty(lg, mask, 0.05)
+
+    def step(carry, _):
+        lg, opt = carry
+        updates, opt = tx.update(jax.grad(loss)(lg), opt, lg)
+        return (optax.apply_updates(lg, updates), opt), None
+
+    (logits, _), _ = jax.lax.scan(step, (logits, tx.init(logits)), None, steps)
+    return float(jax.nn.softmax(logits)[:, SIPHON].mean())
+
+
+def test_floor_holds_an_action_the_loss_pushes_out():
+    assert _train_siphon_prob(coef=0.0) < 1e-4
+    assert 0.03 < _train_siphon_prob(coef=2.0) < 0.08  # held near the 0.05 floor
+
+
+def test_floor_schedule():
+    off = TrainConfig()
+    assert explore_floor(off, 10, jnp.int32(3)) is None
+    const = TrainConfig(explore_floor=0.02)
+    assert float(explore_floor(const, 10, jnp.int32(7))) == pytest.approx(0.02)
+    ramp = TrainConfig(explore_floor=0.02, explore_floor_end=0.0)
+    assert float(explore_floor(ramp, 10, jnp.int32(5))) == pytest.approx(0.01)
+    assert float(explore_floor(ramp, 10, jnp.int32(10))) == pytest.approx(0.0)
+
+
+@pytest.mark.parametrize(
+    ("kw", "msg"),
+    [
+        ({"explore_floor": 1.0}, "--explore-floor"),
+        ({"explore_floor": -0.1}, "--explore-floor"),
+        ({"explore_floor": 0.02, "explore_floor_end": 1.5}, "--explore-floor-end"),
+        ({"explore_floor_end": 0.01}, "needs --explore-floor"),
+        ({"explore_floor": 0.02, "explore_coef": -1.0}, "--explore-coef"),
+    ],
+)
+def test_validate_rejects_bad_floors(kw, msg):
+    with pytest.raises(ValueError, match=msg):
+        validate(TrainConfig(**kw))
+
+
+def test_cli_flags_reach_the_config():
+    args = build_parser().parse_args(
+        ["--explore-floor", "0.02", "--explore-floor-end", "0.001", "--explore-coef", "0.3"]
+    )
+    cfg, explicit = config_from_args(args)
+    assert (cfg.explore_floor, cfg.explore_floor_end, cfg.explore_coef) == (0.02, 0.001, 0.3)
+    assert {"explore_floor", "explore_floor_end", "explore_coef"} <= explicit
+    assert TrainConfig().explore_floor == 0.0  # off by default: the reference PPO
+
+
+def test_floor_needs_the_hackmatrix_action_space():
+    cfg = TrainConfig(num_envs=4, num_steps=4, total_timesteps=64, explore_floor=0.02)
+    with pytest.raises(ValueError, match="HackMatrix action space"):
+        make_train(cfg, ProbeSuite(), ProbeParams(max_steps_in_episode=4))
