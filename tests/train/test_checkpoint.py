@@ -158,3 +158,49 @@ def test_rewind_and_pruning(reference, tmp_path):
         ckpt.resolve_checkpoint(tmp_path, rewind=1)
     meta = json.loads((tmp_path / "ckpt_00000004.json").read_text())
     assert meta["config"]["hidden_dim"] == 16 and meta["format"] == ckpt.FORMAT
+
+
+def test_init_params_warm_starts_with_a_fresh_optimizer(reference, tmp_path):
+    """--init-params: the trained params, but update 0, a fresh Adam and this run's envs/keys."""
+    _, final = reference
+    ckpt.save_checkpoint(tmp_path / "src", final, CFG.to_dict(), {"run_name": "src"})
+    args = build_parser().parse_args(
+        ["--init-params", str(tmp_path / "src"), "--seed", "3", "--no-wandb",
+         "--checkpoint-dir", str(tmp_path / "out")]
+    )  # fmt: skip
+    cfg, explicit = config_from_args(args)
+    cfg = CFG.replace(init_params=cfg.init_params, seed=3, checkpoint_dir=cfg.checkpoint_dir)
+    seen = []
+    real = loop.Trainer.run_chunk
+
+    def spy(self, runner, n):
+        if not seen:
+            seen.append(jax.device_get(runner))
+        return real(self, runner, n)
+
+    lines = []
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(loop.Trainer, "run_chunk", spy)
+        summary = run(cfg, explicit, env=ENV, env_params=PARAMS, out=lines.append)
+    start = seen[0]
+    assert_trees_equal(start.params, final.params)
+    fresh = make_train(cfg, ENV, PARAMS).init()
+    assert_trees_equal(start.opt_state, jax.device_get(fresh.opt_state))  # zero moments
+    assert int(start.update) == 0 and summary["update"] == 4
+    assert_trees_equal(start.env_state, jax.device_get(fresh.env_state))  # seed 3's envs
+    assert any("params initialised from" in line for line in lines)
+
+
+def test_init_params_errors_are_clear(reference, tmp_path):
+    _, final = reference
+    path = ckpt.save_checkpoint(tmp_path, final, CFG.to_dict(), {})
+    bad = CFG.replace(hidden_dim=32, init_params=str(path), checkpoint_dir=str(tmp_path / "o"))
+    with pytest.raises(SystemExit, match=r"cannot load --init-params.*hidden-dim"):
+        run(bad, env=ENV, env_params=PARAMS, out=lambda s: None)
+    missing = CFG.replace(init_params=str(tmp_path / "nowhere"), checkpoint_dir=str(tmp_path))
+    with pytest.raises(SystemExit, match="cannot load --init-params"):
+        run(missing, env=ENV, env_params=PARAMS, out=lambda s: None)
+    path.write_bytes(b"garbage")
+    corrupt = CFG.replace(init_params=str(path), checkpoint_dir=str(tmp_path / "o"))
+    with pytest.raises(SystemExit, match=r"cannot load --init-params.*corrupt"):
+        run(corrupt, env=ENV, env_params=PARAMS, out=lambda s: None)

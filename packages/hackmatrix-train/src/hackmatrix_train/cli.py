@@ -111,6 +111,11 @@ def build_parser() -> argparse.ArgumentParser:
     add("--run-name", help="run name (default: derived from the config)")
     add("--run-suffix", help="appended to the run name")
     add("--resume", help="checkpoint file or run directory to continue")
+    add(
+        "--init-params",
+        help="warm start: start from the params of this checkpoint (file, run dir or params "
+        "export) with a fresh optimizer, schedules and envs; the network must match",
+    )
     add("--rewind", type=int, help="with --resume DIR: use the latest checkpoint <= this update")
     add("--save-interval", type=int, help="also checkpoint every N updates")
     add("--save-interval-minutes", help="checkpoint every N minutes")
@@ -159,6 +164,20 @@ def _merge_resume(saved: TrainConfig, given: TrainConfig, explicit: frozenset[st
     return saved.replace(**{k: getattr(given, k) for k in explicit & RESUME_MUTABLE})
 
 
+def warm_start(trainer, runner, path: str):
+    """``runner`` with the params of checkpoint ``path`` and an optimizer state fresh for them.
+
+    A missing, corrupt or mismatched checkpoint (other network, sizes) exits with the reason.
+    """
+    from hackmatrix_train import checkpoint as ckpt
+
+    try:
+        params, _ = ckpt.load_params(path, trainer.abstract_runner().params)
+    except (ckpt.CheckpointError, OSError, ValueError, KeyError) as e:
+        raise SystemExit(f"error: cannot load --init-params: {e}") from None
+    return trainer.with_params(runner, params)
+
+
 def run(cfg: TrainConfig, explicit=frozenset(), env=None, env_params=None, out=print) -> dict:
     """Train (or resume) with ``cfg``; returns a summary dict. ``env`` defaults to HackMatrix."""
     import jax
@@ -201,6 +220,9 @@ def run(cfg: TrainConfig, explicit=frozenset(), env=None, env_params=None, out=p
         out(f"resumed from {resume_path} at update {meta['update']}")
     else:
         runner = trainer.init()
+        if cfg.init_params is not None:
+            runner = warm_start(trainer, runner, cfg.init_params)
+            out(f"params initialised from {cfg.init_params}")
 
     batch = cfg.batch_size
     num_updates = trainer.num_updates

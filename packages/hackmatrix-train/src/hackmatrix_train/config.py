@@ -67,6 +67,7 @@ class TrainConfig:
     run_name: str | None = None
     run_suffix: str | None = None
     resume: str | None = None
+    init_params: str | None = None  # warm start: params of this checkpoint, fresh optimizer
     rewind: int | None = None
     save_interval: int | None = None  # updates; None: only time-based + final
     save_interval_minutes: float = 10.0

@@ -43,7 +43,7 @@ def _brief(ev: dict) -> str:
 
 def main(argv=None) -> int:
     from hackmatrix_train import compile_cache
-    from hackmatrix_train.cli import build_parser, config_from_args
+    from hackmatrix_train.cli import build_parser, config_from_args, warm_start
 
     p = argparse.ArgumentParser(prog="hm-train-learn", description=__doc__)
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
@@ -96,6 +96,8 @@ def main(argv=None) -> int:
     t_start = time.perf_counter()
     for seed in args.seeds:
         runner = trainer.init(seed)
+        if cfg.init_params is not None:
+            runner = warm_start(trainer, runner, cfg.init_params)
         t0 = time.perf_counter()
         trainer.compile(runner)
         print(f"seed {seed}: compile {time.perf_counter() - t0:.1f}s", flush=True)

@@ -119,6 +119,13 @@ class Trainer:
         """Fresh runner state (params, optimizer, envs, keys), placed on the mesh."""
         return self._init(jax.random.key(self.cfg.seed if seed is None else seed))
 
+    def with_params(self, runner: RunnerState, params) -> RunnerState:
+        """``runner`` with new (host) params and a fresh optimizer state for them (warm start)."""
+        host = jax.device_get(runner)
+        params = jax.tree.map(jnp.asarray, params)
+        host = host.replace(params=params, opt_state=self.tx.init(params))
+        return self.place(host)
+
     def abstract_runner(self) -> RunnerState:
         """Shapes/dtypes of the runner state (for checkpoint validation), computing nothing."""
         return jax.eval_shape(self._init_fn, jax.random.key(0))
