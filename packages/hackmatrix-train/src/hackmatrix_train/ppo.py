@@ -131,24 +131,24 @@ def learning_rate(cfg, num_updates: int, update: jax.Array) -> jax.Array:
     return jnp.float32(cfg.lr) * jnp.maximum(1.0 - update / num_updates, 0.0)
 
 
+def _linear(start: float, end: float | None, num_updates: int, update: jax.Array) -> jax.Array:
+    """``start`` annealed linearly to ``end`` over the run (constant if ``end`` is None)."""
+    if end is None:
+        return jnp.float32(start)
+    frac = jnp.clip(update.astype(jnp.float32) / num_updates, 0.0, 1.0)
+    return jnp.float32(start) + frac * jnp.float32(end - start)
+
+
 def entropy_coef(cfg, num_updates: int, update: jax.Array) -> jax.Array:
     """Linear from ``ent_coef`` to ``ent_coef_end`` over the run (constant if end is None)."""
-    if cfg.ent_coef_end is None:
-        return jnp.float32(cfg.ent_coef)
-    frac = jnp.clip(update.astype(jnp.float32) / num_updates, 0.0, 1.0)
-    return jnp.float32(cfg.ent_coef) + frac * jnp.float32(cfg.ent_coef_end - cfg.ent_coef)
+    return _linear(cfg.ent_coef, cfg.ent_coef_end, num_updates, update)
 
 
 def explore_floor(cfg, num_updates: int, update: jax.Array) -> jax.Array | None:
     """The exploration floor this update: None when off, else linear like the entropy coef."""
     if cfg.explore_floor == 0:
         return None
-    if cfg.explore_floor_end is None:
-        return jnp.float32(cfg.explore_floor)
-    frac = jnp.clip(update.astype(jnp.float32) / num_updates, 0.0, 1.0)
-    return jnp.float32(cfg.explore_floor) + frac * jnp.float32(
-        cfg.explore_floor_end - cfg.explore_floor
-    )
+    return _linear(cfg.explore_floor, cfg.explore_floor_end, num_updates, update)
 
 
 def _pmean(x, axis_name):
