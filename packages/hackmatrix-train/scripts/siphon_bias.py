@@ -15,10 +15,11 @@ from __future__ import annotations
 import argparse
 import json
 
+from hackmatrix_env.constants import Action
 from hackmatrix_train.cli import evaluate_checkpoint
 from hackmatrix_train.compile_cache import default_cache_dir, enable
 
-SIPHON = 4
+SIPHON = int(Action.SIPHON)  # the programs follow it (5-27)
 
 
 class _Biased:
