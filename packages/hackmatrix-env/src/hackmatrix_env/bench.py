@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import re
 import time
 
 import jax
@@ -88,6 +89,35 @@ def make_rollout(
     return rollout
 
 
+_NOT_KERNELS = frozenset(
+    {"parameter", "constant", "get-tuple-element", "tuple", "bitcast", "after-all", "call"}
+)
+
+
+def kernel_count(hlo_text: str) -> int:
+    """Kernels in a compiled XLA module's text (``compiled.as_text()``).
+
+    Counts the instructions of every computation the runtime executes (the entry,
+    ``while`` bodies and conditions, ``conditional`` branches), leaving out those
+    that emit no code (parameters, constants, tuples, bitcasts, the ``call``
+    wrapping a loop) and the bodies of fusions, reducers and comparators (compiled
+    into the instruction that uses them). ``while``/``conditional`` count once. XLA:CPU compiles each such kernel separately (LLVM), so the count tracks
+    the cold compile time and, unlike it, does not depend on the machine's load.
+    """
+    inner = set(re.findall(r"(?:calls|to_apply)=%([\w.\-]+)", hlo_text))
+    inner -= set(re.findall(r"\bcall\(.*?to_apply=%([\w.\-]+)", hlo_text))
+    count, counting = 0, False
+    for line in hlo_text.splitlines():
+        head = re.match(r"^(?:ENTRY )?%([\w.\-]+) .*\{\s*$", line)
+        if head:
+            counting = head.group(1) not in inner
+            continue
+        op = re.match(r"\s*(?:ROOT )?%[\w.\-]+ = .*?\s([a-z][\w\-]*)\(", line)
+        if counting and op and op.group(1) not in _NOT_KERNELS:
+            count += 1
+    return count
+
+
 def _time(fn, *args, repeats: int) -> float:
     out = fn(*args)
     jax.block_until_ready(out)
@@ -127,8 +157,14 @@ def bench_env(
         for auto_reset, policy in runs:
             rollout = make_rollout(env, num_envs, steps, auto_reset, policy)
             t0 = time.perf_counter()
-            compiled = rollout.lower(obs, state, key).compile()
-            compile_s = time.perf_counter() - t0
+            traced = rollout.trace(obs, state, key)
+            t1 = time.perf_counter()
+            lowered = traced.lower()
+            t2 = time.perf_counter()
+            compiled = lowered.compile()
+            t3 = time.perf_counter()
+            compile_s = t3 - t0
+            kernels = kernel_count(compiled.as_text())
             secs = _time(compiled, obs, state, key, repeats=repeats)
             _, _, _, episodes = compiled(obs, state, key)
             label = "step + auto-reset" if auto_reset else "step_env (no reset)"
@@ -138,6 +174,10 @@ def bench_env(
                 f"num_envs={num_envs:>5}  {label:<20} compile {compile_s:6.1f} s  "
                 f"{num_envs * steps / secs:>11,.0f} steps/s  "
                 f"({secs / steps * 1e3:.2f} ms per batched step, {int(episodes)} episode ends)"
+            )
+            print(
+                f"{'':>16}compile = trace {t1 - t0:.1f} s + lower {t2 - t1:.1f} s + XLA "
+                f"{t3 - t2:.1f} s; {kernels:,} XLA kernels (deterministic size of the graph)"
             )
         secs = _time(reset_c, keys, params, repeats=repeats)
         print(
