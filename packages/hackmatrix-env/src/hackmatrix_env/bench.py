@@ -8,7 +8,9 @@ of a uniform random *masked* policy (``uniform_masked_actions``: one 32-bit draw
 per env; ``--policy gumbel`` for the Gumbel-max policy used before session 5)
 under ``jit(scan(vmap(env.step)))`` with gymnax auto-reset, then the cost of
 ``jit(vmap(reset))`` alone; ``--no-reset`` also times the step without auto-reset
-(``step_env``), so the reset's share is visible.
+(``step_env``), so the reset's share is visible. The compile line is split into
+trace, lower and XLA seconds, with the compiled graph's size in kernels
+(``kernel_count``; specs/env-shell.md §7.6).
 """
 
 from __future__ import annotations
@@ -101,8 +103,9 @@ def kernel_count(hlo_text: str) -> int:
     ``while`` bodies and conditions, ``conditional`` branches), leaving out those
     that emit no code (parameters, constants, tuples, bitcasts, the ``call``
     wrapping a loop) and the bodies of fusions, reducers and comparators (compiled
-    into the instruction that uses them). ``while``/``conditional`` count once. XLA:CPU compiles each such kernel separately (LLVM), so the count tracks
-    the cold compile time and, unlike it, does not depend on the machine's load.
+    into the instruction that uses them); a ``while`` or ``conditional`` counts once.
+    XLA:CPU compiles each such kernel separately (LLVM), so the count tracks the
+    cold compile time and, unlike it, does not depend on the machine's load.
     """
     inner = set(re.findall(r"(?:calls|to_apply)=%([\w.\-]+)", hlo_text))
     inner -= set(re.findall(r"\bcall\(.*?to_apply=%([\w.\-]+)", hlo_text))

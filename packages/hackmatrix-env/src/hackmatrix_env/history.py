@@ -56,9 +56,8 @@ def push_snapshot(state: EnvState, enabled: jax.Array | bool = True) -> EnvState
 
     ``enabled`` lets the enemy phase skip the push (STEP) without a select over
     the whole buffer: a skipped push writes to slot ``depth``, one past the end,
-    which the scatter drops (``mode="drop"``). One scatter per leaf, no read of
-    the old slot and no select (under ``vmap`` those were a gather and a select
-    kernel per leaf: 70 kernels, specs/env-shell.md §7.6).
+    which the scatter drops (``mode="drop"``): one scatter per leaf, no read of
+    the old slot and no select.
     """
     hist = state.history
     enabled = jnp.asarray(enabled, jnp.bool_)
