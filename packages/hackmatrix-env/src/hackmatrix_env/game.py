@@ -89,29 +89,27 @@ def step_game(
     moved, dir_ok, shot, dir_kills, collected, dir_exit = resolve_direction(
         state, jnp.clip(action, 0, Action.RIGHT)
     )
-    # Siphon and programs are rare and exclusive: one sparse job list under vmap
-    # (batching.compute_where) computes both for the rows that use either; each
-    # output is read only where its kind was chosen.
-    light = _strip(state)
 
+    # Siphon and programs are rare and exclusive: one sparse job list under vmap
+    # (batching.compute_where) computes both for the rows that use either, and
+    # the direction's state is its default, so its result is already the state
+    # the chosen action gives (no separate select over the state).
     def siphon_or_program(k, s, p, siphon):
         siphoned = apply_siphon(_strip(s))
         missed_c, missed_e = siphon_quality(_strip(s))
         ran, kills, warp = _strip_first(programs.run_program(k, s, p))
         return select_tree(siphon, siphoned, ran), missed_c, missed_e, kills, warp
 
-    special, missed_c, missed_e, prog_kills, warp_exit = compute_where(
+    acted, missed_c, missed_e, prog_kills, warp_exit = compute_where(
         is_siphon | is_prog,
         siphon_or_program,
         (k_prog, state, prog_idx, is_siphon),
-        (light, jnp.int32(0), jnp.int32(0), jnp.int32(0), jnp.bool_(False)),
+        (_strip(moved), jnp.int32(0), jnp.int32(0), jnp.int32(0), jnp.bool_(False)),
     )
-    siphoned = ran_prog = _attach(special, state)
+    acted = _attach(acted, moved)
     prog_ok = programs.program_mask(state)[prog_idx]
     valid = jnp.where(is_dir, dir_ok, jnp.where(is_siphon, state.player.siphons > 0, prog_ok))
 
-    acted = _select_state(is_siphon, siphoned, moved)
-    acted = _select_state(is_prog, ran_prog, acted)
     exit_reached = valid & jnp.where(is_dir, dir_exit, is_prog & warp_exit)
     turn_ending = valid & ~exit_reached
     turn_ending &= is_dir | is_siphon | (is_prog & programs.is_turn_ending(prog_idx))
