@@ -330,7 +330,10 @@ def place_scheduled_and_owed(
     one ``placement.place_transmission_batches`` loop (batch 0: the task's
     transmission, batch 1: the owed ones) inside one ``compute_where`` over the
     rows that need either, so the placement is compiled once for the enemy
-    phase. Same result as the two calls.
+    phase. Same result as the two calls. The placement writes only the
+    transmissions and the overflow flag, so only those are the sparse job's
+    result: under ``vmap`` the job scatters back (and its loop carries) 7 leaves,
+    not the whole state (specs/env-shell.md §7.6).
     """
     due = ~state.calm_flag & (state.turn >= state.next_task_turn)
     owed = state.pending_siphon_spawns
@@ -338,14 +341,19 @@ def place_scheduled_and_owed(
     def place(key_sched, key_owed, state, due):
         seeds = jnp.stack([rng_seed(key_sched), rng_seed(key_owed)])
         counts = jnp.stack([due.astype(jnp.int32), state.pending_siphon_spawns])
-        return place_transmission_batches(
+        placed = place_transmission_batches(
             seeds, state, counts, (True, False), (False, True), (1, MAX_TRANSMISSIONS)
         )
+        return placed.transmissions, placed.overflow
 
-    snapshots = state.history.snapshots
     light = state.replace(history=state.history.replace(snapshots=None))
-    light = compute_where(due | (owed > 0), place, (key_sched, key_owed, light, due), light)
-    state = light.replace(history=light.history.replace(snapshots=snapshots))
+    transmissions, overflow = compute_where(
+        due | (owed > 0),
+        place,
+        (key_sched, key_owed, light, due),
+        (state.transmissions, state.overflow),
+    )
+    state = state.replace(transmissions=transmissions, overflow=overflow)
     next_turn = jnp.where(due, state.turn + state.task_interval, state.next_task_turn)
     return state.replace(
         next_task_turn=next_turn.astype(jnp.int32), pending_siphon_spawns=jnp.int32(0)
