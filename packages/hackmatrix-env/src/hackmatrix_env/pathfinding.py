@@ -126,17 +126,19 @@ def bfs_distance(block_map: jax.Array, start: jax.Array, goal: jax.Array) -> jax
     passable = _or(bits_from_map(~block_map), goal_bits)
     source = bits_of_cell(start)
 
-    def going(carry):
-        i, frontier, visited = carry
-        return (i < MAX_LAYERS) & ~_nonempty(_and(visited, goal_bits)) & _nonempty(frontier)
+    # One int32[5] carry (layer, frontier, visited), as in ``first_layer_hit``.
+    def going(c):
+        visited = (c[3], c[4])
+        return (c[0] < MAX_LAYERS) & ~_nonempty(_and(visited, goal_bits)) & _nonempty((c[1], c[2]))
 
-    def layer(carry):
-        i, frontier, visited = carry
+    def layer(c):
+        frontier, visited = (c[1], c[2]), (c[3], c[4])
         new = _andnot(_and(expand(frontier), passable), visited)
-        return i + 1, new, _or(visited, new)
+        seen = _or(visited, new)
+        return jnp.stack([c[0] + 1, new[0], new[1], seen[0], seen[1]])
 
-    i, _, visited = lax.while_loop(going, layer, (jnp.int32(0), source, source))
-    return jnp.where(_nonempty(_and(visited, goal_bits)), i, -1)
+    out = lax.while_loop(going, layer, jnp.stack([jnp.int32(0), *source, *source]))
+    return jnp.where(_nonempty(_and((out[3], out[4]), goal_bits)), out[0], -1)
 
 
 def neighbour_cells(pos: jax.Array) -> tuple[jax.Array, jax.Array]:
@@ -165,18 +167,21 @@ def first_layer_hit(
     hit0 = (jnp.where(active, hit0[0], zero), jnp.where(active, hit0[1], zero))
     frontier0 = (jnp.where(active, goal[0], zero), jnp.where(active, goal[1], zero))
 
-    def going(carry):
-        i, frontier, _, hit = carry
-        return (i < num_layers) & ~_nonempty(hit) & _nonempty(frontier)
+    # The carry is one int32[7] word vector (layer, frontier, visited, hit): under
+    # vmap the loop selects and copies its carry leaf by leaf on every trip, and
+    # this loop runs ~10 trips per acting enemy (specs/env-shell.md §7.7).
+    def going(c):
+        return (c[0] < num_layers) & ~_nonempty((c[5], c[6])) & _nonempty((c[1], c[2]))
 
-    def layer(carry):
-        i, frontier, visited, _ = carry
+    def layer(c):
+        frontier, visited = (c[1], c[2]), (c[3], c[4])
         new = _andnot(_and(expand(frontier), passable), visited)
-        return i + 1, new, _or(visited, new), _and(new, targets)
+        seen, hit = _or(visited, new), _and(new, targets)
+        return jnp.stack([c[0] + 1, new[0], new[1], seen[0], seen[1], hit[0], hit[1]])
 
-    carry = (jnp.int32(0), frontier0, frontier0, hit0)
-    _, _, _, hit = lax.while_loop(going, layer, carry)
-    return hit
+    carry = jnp.stack([zero, *frontier0, *frontier0, *hit0])
+    out = lax.while_loop(going, layer, carry)
+    return out[5], out[6]
 
 
 def enemy_next_cell(
@@ -284,27 +289,27 @@ def tier2_direction_bits(passable: Bits, player: jax.Array) -> tuple[jax.Array, 
     start = _and(goal, passable)
     zero = jnp.int32(0)
 
-    def going(carry):
-        i, frontier = carry[0], carry[1]
-        return (i < MAX_LAYERS) & _nonempty(frontier)  # an empty layer changes nothing
+    # One int32[15] carry: layer, frontier, visited, assigned, then the 4 direction
+    # sets (lo/hi word pairs), as in ``first_layer_hit``.
+    def going(c):
+        return (c[0] < MAX_LAYERS) & _nonempty((c[1], c[2]))  # an empty layer changes nothing
 
-    def layer(carry):
-        i, frontier, visited, assigned, dirs = carry
+    def layer(c):
+        frontier, visited, assigned = (c[1], c[2]), (c[3], c[4]), (c[5], c[6])
         rem = _andnot(expand(frontier), assigned)  # cells whose best neighbour is in this layer
         new_dirs = []
         for d in range(NUM_DIRECTIONS):
             # e is in set d iff e + off(d) is in the frontier: shift the frontier opposite to d.
             m = _and(rem, _shift(frontier, _OPPOSITE[d]))
             rem = _andnot(rem, m)
-            new_dirs.append(_or(dirs[d], m))
+            new_dirs.extend(_or((c[7 + 2 * d], c[8 + 2 * d]), m))
         assigned = _or(assigned, expand(frontier))
         new = _andnot(_and(expand(frontier), passable), visited)
-        return i + 1, new, _or(visited, new), assigned, tuple(new_dirs)
+        return jnp.stack([c[0] + 1, *new, *_or(visited, new), *assigned, *new_dirs])
 
-    init_dirs = tuple((zero, zero) for _ in range(NUM_DIRECTIONS))
-    carry = (jnp.int32(0), start, start, goal, init_dirs)
-    *_, dirs = lax.while_loop(going, layer, carry)
-    return tuple(w for d in dirs for w in d)
+    carry = jnp.stack([jnp.int32(0), *start, *start, *goal, *(zero,) * (2 * NUM_DIRECTIONS)])
+    out = lax.while_loop(going, layer, carry)
+    return tuple(out[7 + w] for w in range(2 * NUM_DIRECTIONS))
 
 
 def lookup_direction(dir_bits: tuple[jax.Array, ...], pos: jax.Array) -> jax.Array:
