@@ -151,3 +151,51 @@ def test_ragged_loop_unbatched_is_fori_loop(n):
     got = jax.jit(lambda n: batching.ragged_fori_loop(n, _body, init, consts))(jnp.int32(n))
     assert _trees_equal(got, _reference(n, init, consts))
     assert n == 0 or int(got[0]) != 1  # the body really ran
+
+
+def _mixed_body(i, carry, consts):
+    """A body over every carry dtype the word packing handles, with wrap-arounds and sign bits."""
+    small, flags, word, wide, mid = carry
+    (step,) = consts
+    small = small * 3 + step.astype(jnp.int8)  # int8 wraps past 127
+    flags = flags ^ (small[:2] < 0)
+    word = word * jnp.uint32(2654435761) + jnp.uint32(i)  # uint32 with the high bit set
+    wide = wide + word.astype(jnp.int32)
+    mid = (mid * 7 + 1).astype(jnp.int16)
+    return small, flags, word, wide, mid
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    trips=st.lists(st.integers(0, 9), min_size=1, max_size=24),
+    seed=st.integers(0, 2**16),
+)
+def test_ragged_loop_carry_dtypes_are_exact(trips, seed):
+    """The carry travels packed as int32 words under vmap: every dtype comes back bit-exact."""
+    b = len(trips)
+    rng = np.random.default_rng(seed)
+    init = (
+        jnp.asarray(rng.integers(-128, 128, (b, 3)), jnp.int8),
+        jnp.asarray(rng.integers(0, 2, (b, 2)), jnp.bool_),
+        jnp.asarray(rng.integers(0, 2**32, b, dtype=np.uint64), jnp.uint32),
+        jnp.asarray(rng.integers(-(2**31), 2**31, b), jnp.int32),
+        jnp.asarray(rng.integers(-(2**15), 2**15, (b, 2, 2)), jnp.int16),
+    )
+    consts = (jnp.asarray(rng.integers(-100, 100, b), jnp.int32),)
+    n = jnp.asarray(trips, jnp.int32)
+    got = jax.jit(jax.vmap(lambda n, c, k: batching.ragged_fori_loop(n, _mixed_body, c, k)))(
+        n, init, consts
+    )
+    want = jax.jit(
+        jax.vmap(lambda n, c, k: jax.lax.fori_loop(0, n, lambda i, x: _mixed_body(i, x, k), c))
+    )(n, init, consts)
+    assert [x.dtype for x in got] == [x.dtype for x in init]
+    assert _trees_equal(got, want)
+
+
+def test_ragged_loop_rejects_float_carry_under_vmap():
+    """A float carry cannot travel as int32 words: a clear TypeError, not a silent cast."""
+    body = lambda i, c, k: c * 2.0  # noqa: E731
+    run = jax.vmap(lambda n, c: batching.ragged_fori_loop(n, body, c))
+    with pytest.raises(TypeError, match="bool/int leaves only"):
+        run(jnp.arange(3, dtype=jnp.int32), jnp.ones(3, jnp.float32))
