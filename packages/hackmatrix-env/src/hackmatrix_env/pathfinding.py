@@ -289,27 +289,27 @@ def tier2_direction_bits(passable: Bits, player: jax.Array) -> tuple[jax.Array, 
     start = _and(goal, passable)
     zero = jnp.int32(0)
 
-    # One int32[15] carry: layer, frontier, visited, assigned, then the 4 direction
-    # sets (lo/hi word pairs), as in ``first_layer_hit``.
-    def going(c):
-        return (c[0] < MAX_LAYERS) & _nonempty((c[1], c[2]))  # an empty layer changes nothing
+    def going(carry):
+        i, frontier = carry[0], carry[1]
+        return (i < MAX_LAYERS) & _nonempty(frontier)  # an empty layer changes nothing
 
-    def layer(c):
-        frontier, visited, assigned = (c[1], c[2]), (c[3], c[4]), (c[5], c[6])
+    def layer(carry):
+        i, frontier, visited, assigned, dirs = carry
         rem = _andnot(expand(frontier), assigned)  # cells whose best neighbour is in this layer
         new_dirs = []
         for d in range(NUM_DIRECTIONS):
             # e is in set d iff e + off(d) is in the frontier: shift the frontier opposite to d.
             m = _and(rem, _shift(frontier, _OPPOSITE[d]))
             rem = _andnot(rem, m)
-            new_dirs.extend(_or((c[7 + 2 * d], c[8 + 2 * d]), m))
+            new_dirs.append(_or(dirs[d], m))
         assigned = _or(assigned, expand(frontier))
         new = _andnot(_and(expand(frontier), passable), visited)
-        return jnp.stack([c[0] + 1, *new, *_or(visited, new), *assigned, *new_dirs])
+        return i + 1, new, _or(visited, new), assigned, tuple(new_dirs)
 
-    carry = jnp.stack([jnp.int32(0), *start, *start, *goal, *(zero,) * (2 * NUM_DIRECTIONS)])
-    out = lax.while_loop(going, layer, carry)
-    return tuple(out[7 + w] for w in range(2 * NUM_DIRECTIONS))
+    init_dirs = tuple((zero, zero) for _ in range(NUM_DIRECTIONS))
+    carry = (jnp.int32(0), start, start, goal, init_dirs)
+    *_, dirs = lax.while_loop(going, layer, carry)
+    return tuple(w for d in dirs for w in d)
 
 
 def lookup_direction(dir_bits: tuple[jax.Array, ...], pos: jax.Array) -> jax.Array:
