@@ -142,48 +142,6 @@ def compute_where_stacked(pred: jax.Array, fn, stacked: tuple, shared: tuple, de
     return run(pred, stacked, shared, default)
 
 
-def _to_words(tree, lead: int) -> jax.Array:
-    """The integer/bool leaves of ``tree`` as one int32 vector per row (``lead`` batch axes).
-
-    Exact: every leaf is bool or an integer of at most 32 bits (bool and small
-    ints widen; uint32 is bit-cast), and ``_from_words`` narrows back.
-    """
-    leaves = jax.tree.leaves(tree)
-    lead_shape = leaves[0].shape[:lead]
-    parts = []
-    for x in leaves:
-        if x.dtype == jnp.uint32:
-            x = jax.lax.bitcast_convert_type(x, jnp.int32)
-        elif x.dtype != jnp.bool_ and not (
-            jnp.issubdtype(x.dtype, jnp.signedinteger) and x.dtype.itemsize <= 4
-        ):
-            raise TypeError(f"ragged_fori_loop carries bool/int leaves only, got {x.dtype}")
-        parts.append(x.astype(jnp.int32).reshape(*lead_shape, -1))
-    return jnp.concatenate(parts, axis=-1)
-
-
-def _from_words(words: jax.Array, like, lead: int = 0):
-    """The pytree ``_to_words`` packed, with the structure, shapes and dtypes of ``like``.
-
-    ``like``'s leaves have ``lead`` batch axes (or none when ``lead`` is 0).
-    """
-    leaves, treedef = jax.tree.flatten(like)
-    out, at = [], 0
-    for x in leaves:
-        shape = x.shape[lead:]
-        size = math.prod(shape)
-        w = words[..., at : at + size].reshape(*words.shape[:-1], *shape)
-        at += size
-        if x.dtype == jnp.bool_:
-            w = w != 0
-        elif x.dtype == jnp.uint32:
-            w = jax.lax.bitcast_convert_type(w, jnp.uint32)
-        else:
-            w = w.astype(x.dtype)
-        out.append(w)
-    return jax.tree.unflatten(treedef, out)
-
-
 RAGGED_CHUNKS = 16  # row groups of ragged_fori_loop under vmap
 
 
@@ -225,11 +183,7 @@ def ragged_fori_loop(n: jax.Array, body, init, consts=()):
             x = jnp.concatenate([x, x[:1]])  # a dummy row for the padding
             return x[order].reshape(chunks, size, *x.shape[1:])
 
-        # The carry travels as one int32 word vector per row (``_to_words``): every
-        # trip selects and copies the carry, once instead of once per leaf.
-        words = _to_words(init, lead=1)
-        row_init = jax.tree.map(lambda x: x[0], init)
-        init_groups, consts_groups = jax.tree.map(take, (words, consts))
+        init_groups, consts_groups = jax.tree.map(take, (init, consts))
         n_groups = n_sorted.reshape(chunks, size)
 
         def one_group(_, group):
@@ -238,17 +192,18 @@ def ragged_fori_loop(n: jax.Array, body, init, consts=()):
 
             def step(i, carry):
                 def row(n_row, c, k):
-                    new = _to_words(body(i, _from_words(c, row_init), k), lead=0)
-                    return jnp.where(i < n_row, new, c)
+                    return jax.tree.map(
+                        lambda new, old: jnp.where(i < n_row, new, old), body(i, c, k), c
+                    )
 
                 return jax.vmap(row)(n_rows, carry, consts_rows)
 
             return None, jax.lax.fori_loop(0, n_max, step, init_rows)
 
         _, out = jax.lax.scan(one_group, None, (n_groups, init_groups, consts_groups))
-        out = out.reshape(chunks * size, out.shape[-1])
-        result = _from_words(
-            words.at[order].set(out, mode="drop", unique_indices=True), init, lead=1
+        out = jax.tree.map(lambda x: x.reshape(chunks * size, *x.shape[2:]), out)
+        result = jax.tree.map(
+            lambda x, o: x.at[order].set(o, mode="drop", unique_indices=True), init, out
         )
         return result, jax.tree.map(lambda _: True, result)
 
