@@ -202,3 +202,31 @@ def test_enemy_move_matches_literal_bfs(blocks, others, e, t, glitch):
     expected = ref_enemy_move_full(e, t, glitch, blocks, others)
     got = _move(jnp.array(e), jnp.array(t), glitch, _map(blocks), _map(others | {e}))
     assert tuple(int(v) for v in got) == expected
+
+
+def test_open_board_direction_bits_equal_the_search_and_the_reference():
+    """Glitch tier-2 maps in closed form = the BFS maps with every cell passable = literal §7.6.
+
+    All 36 player cells. Reference: for each enemy cell, the first canonical
+    direction whose on-board neighbour has minimal BFS distance to the player.
+    """
+    every_cell = pf.bits_from_map(jnp.ones((6, 6), bool))
+    closed = jax.jit(pf.open_board_direction_bits)
+    search = jax.jit(lambda p: pf.tier2_direction_bits(every_cell, p))
+    cells = [(r, c) for r in range(6) for c in range(6)]
+    for t in cells:
+        got = closed(jnp.asarray(t, jnp.int32))
+        assert [int(w) for w in got] == [int(w) for w in search(jnp.asarray(t, jnp.int32))]
+        maps = [np.asarray(pf.map_from_bits((got[2 * d], got[2 * d + 1]))) for d in range(4)]
+        for e in cells:
+            want = None
+            if e != t:
+                dists = [
+                    ref_bfs_distance(set(), (e[0] + dr, e[1] + dc), t)
+                    if _inb((e[0] + dr, e[1] + dc))
+                    else 99
+                    for dr, dc in OFFS
+                ]
+                want = dists.index(min(dists))
+            have = [d for d in range(4) if maps[d][e]]
+            assert have == ([] if want is None else [want]), (t, e)

@@ -181,7 +181,7 @@ def move_enemies(key_sub0: jax.Array, key_sub1: jax.Array, state: EnvState) -> E
     pass_walk = pathfinding.bits_from_map(~blocks)
     pass_glitch = pathfinding.bits_from_map(jnp.ones_like(blocks))
     tier2_walk = pathfinding.tier2_direction_bits(pass_walk, player)
-    tier2_glitch = pathfinding.tier2_direction_bits(pass_glitch, player)
+    tier2_glitch = pathfinding.open_board_direction_bits(player)  # glitches ignore blocks
     trans_bits = _pool_bits(state.transmissions.pos, state.transmissions.alive)
     # Sub-step 0: every alive enemy may act; sub-step 1: only viruses (speed 2).
     fast = e.alive & jnp.any(jnp.stack([kind == k for k in _FAST_KINDS]), axis=0)

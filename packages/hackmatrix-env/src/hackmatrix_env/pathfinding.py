@@ -312,6 +312,29 @@ def tier2_direction_bits(passable: Bits, player: jax.Array) -> tuple[jax.Array, 
     return tuple(w for d in dirs for w in d)
 
 
+def open_board_direction_bits(player: jax.Array) -> tuple[jax.Array, ...]:
+    """``tier2_direction_bits`` of a board where every cell is passable, in closed form.
+
+    With nothing in the way the distance to the player is the Manhattan
+    distance, so a cell's first canonical direction of minimal distance is the
+    first of Up, Down, Left, Right that brings it closer: Up for every cell
+    below the player's row, Down above it, and in the player's row Left east of
+    the player, Right west of it (the player's own cell gets none). Glitches
+    pass through blocks (rules §7.6), so this is their tier-2 map without a
+    search (equal to the search for all 36 player cells: tests/env/test_pathfinding.py).
+    """
+    player = player.astype(jnp.int32)
+    rows, cols = _r, _c
+    same_row = rows == player[0]
+    maps = (
+        rows < player[0],
+        rows > player[0],
+        same_row & (cols > player[1]),
+        same_row & (cols < player[1]),
+    )
+    return tuple(w for m in maps for w in bits_from_map(m))
+
+
 def lookup_direction(dir_bits: tuple[jax.Array, ...], pos: jax.Array) -> jax.Array:
     """int32[]: the direction whose set in ``tier2_direction_bits`` holds ``pos``, else 4."""
     cell = bits_of_cell(pos)
