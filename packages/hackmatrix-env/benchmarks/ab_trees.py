@@ -12,9 +12,9 @@ steps/s (best and median), the median of the per-round time ratios B/A and the
 XLA kernel count of each. On this project's shared 2-core VM, separate
 processes differ by ±25 % from one run to the next; alternating calls in one
 process cancel most of that drift (session 9, the same tree as A and B:
-median ratio 1.007, single rounds 0.93-1.07). Compile seconds are printed but favour the second tree
-(JAX's caches of library jaxprs are warm by then): compare compile times with
-``hm-bench env`` runs in separate processes.
+median ratio 1.007, single rounds 0.93-1.07). Compile seconds are printed but
+favour the second tree (JAX's caches of library jaxprs are warm by then):
+compare compile times with ``hm-bench env`` runs in separate processes.
 """
 
 from __future__ import annotations
