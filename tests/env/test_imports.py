@@ -12,6 +12,7 @@ PKG = Path(hackmatrix_env.__file__).parent
 
 LAYER = {
     "constants": 0,
+    "devices": 0,  # jax only: importable before anything starts a JAX backend
     "types": 1,
     "board": 1.5,  # base of layer 2: "shared helpers move down to board.py" (style.md §2)
     "batching": 1.6,  # vmap helpers over board.select_tree, used by layers 3-6

@@ -6,11 +6,39 @@
     obs, state, reward, terminated, truncated, info = env.step(key, state, action)
 
 The Jumanji adapter lives in ``hackmatrix_env.jumanji`` (imported on demand,
-never from here).
+never from here). The names below are imported lazily (PEP 562), so that
+``import hackmatrix_env.devices`` can configure JAX's CPU devices before
+anything starts a JAX backend (gymnax's import does).
 """
 
-from hackmatrix_env.env import HackMatrix
-from hackmatrix_env.observation import flatten_observation
-from hackmatrix_env.types import EnvParams, EnvState, Observation
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # static tools see the real names
+    from hackmatrix_env.env import HackMatrix
+    from hackmatrix_env.observation import flatten_observation
+    from hackmatrix_env.types import EnvParams, EnvState, Observation
+
+_EXPORTS = {
+    "HackMatrix": "hackmatrix_env.env",
+    "flatten_observation": "hackmatrix_env.observation",
+    "EnvParams": "hackmatrix_env.types",
+    "EnvState": "hackmatrix_env.types",
+    "Observation": "hackmatrix_env.types",
+}
 
 __all__ = ["EnvParams", "EnvState", "HackMatrix", "Observation", "flatten_observation"]
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(_EXPORTS[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'hackmatrix_env' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -11,6 +11,11 @@ under ``jit(scan(vmap(env.step)))`` with gymnax auto-reset, then the cost of
 (``step_env``), so the reset's share is visible. The compile line is split into
 trace, lower and XLA seconds, with the compiled graph's size in kernels
 (``kernel_count``; specs/env-shell.md §7.6).
+
+On a CPU with several cores it then times the same rollout with the envs split
+over one JAX device per core (``devices.sharded_vmap``; ``--devices N`` to choose,
+``--devices 1`` to skip) and checks that both runs played the same games
+(specs/env-shell.md §7.8).
 """
 
 from __future__ import annotations
@@ -20,11 +25,19 @@ import os
 import platform
 import re
 import time
+from functools import partial
+from typing import TYPE_CHECKING
 
 import jax
 import jax.numpy as jnp
+import numpy as np
+from jax.sharding import Mesh, NamedSharding
+from jax.sharding import PartitionSpec as P
 
-from hackmatrix_env.env import HackMatrix
+from hackmatrix_env.devices import sharded_vmap, use_cpu_cores
+
+if TYPE_CHECKING:
+    from hackmatrix_env.env import HackMatrix
 
 
 def gumbel_masked_actions(key: jax.Array, mask: jax.Array) -> jax.Array:
@@ -60,10 +73,20 @@ POLICIES = {"uniform": uniform_masked_actions, "gumbel": gumbel_masked_actions}
 
 
 def make_rollout(
-    env: HackMatrix, num_envs: int, steps: int, auto_reset: bool = True, policy: str = "uniform"
+    env: HackMatrix,
+    num_envs: int,
+    steps: int,
+    auto_reset: bool = True,
+    policy: str = "uniform",
+    devices=None,
 ):
-    """A jitted ``(obs, state, key) -> (obs, state, reward_sum, episodes)`` running ``steps`` steps."""
+    """A jitted ``(obs, state, key) -> (obs, state, reward_sum, episodes)`` running ``steps`` steps.
+
+    ``devices``: split the envs over these devices (``sharded_vmap``; the inputs
+    should be placed with ``batch_sharding(devices)``); default: one ``vmap``.
+    """
     params = env.default_params
+    batch = jax.vmap if devices is None else partial(sharded_vmap, devices=devices)
 
     def one(carry, key):
         obs, state = carry
@@ -71,12 +94,12 @@ def make_rollout(
         actions = POLICIES[policy](k_act, obs.action_mask)
         keys = jax.random.split(k_env, num_envs)
         if auto_reset:
-            obs, state, reward, term, trunc, _ = jax.vmap(env.step, in_axes=(0, 0, 0, None))(
+            obs, state, reward, term, trunc, _ = batch(env.step, in_axes=(0, 0, 0, None))(
                 keys, state, actions, params
             )
             done = term | trunc
         else:
-            obs, state, reward, done, _ = jax.vmap(env.step_env, in_axes=(0, 0, 0, None))(
+            obs, state, reward, done, _ = batch(env.step_env, in_axes=(0, 0, 0, None))(
                 keys, state, actions, params
             )
         return (obs, state), (jnp.sum(reward), jnp.sum(done))
@@ -132,6 +155,44 @@ def _time(fn, *args, repeats: int) -> float:
     return best
 
 
+def _timed_rollout(rollout, obs, state, key, num_envs: int, steps: int, repeats: int, label: str):
+    """Compile (timed, split), time and print one rollout; returns its outputs."""
+    t0 = time.perf_counter()
+    traced = rollout.trace(obs, state, key)
+    t1 = time.perf_counter()
+    lowered = traced.lower()
+    t2 = time.perf_counter()
+    compiled = lowered.compile()
+    t3 = time.perf_counter()
+    kernels = kernel_count(compiled.as_text())
+    secs = _time(compiled, obs, state, key, repeats=repeats)
+    out = compiled(obs, state, key)
+    print(
+        f"num_envs={num_envs:>5}  {label:<20} compile {t3 - t0:6.1f} s  "
+        f"{num_envs * steps / secs:>11,.0f} steps/s  "
+        f"({secs / steps * 1e3:.2f} ms per batched step, {int(out[3])} episode ends)"
+    )
+    print(
+        f"{'':>16}compile = trace {t1 - t0:.1f} s + lower {t2 - t1:.1f} s + XLA "
+        f"{t3 - t2:.1f} s; {kernels:,} XLA kernels (deterministic size of the graph)"
+    )
+    return out
+
+
+def _same_games(a, b) -> bool:
+    """Both rollouts' final observations, states, reward sums and episode counts are equal."""
+
+    def host(x):
+        if jnp.issubdtype(x.dtype, jax.dtypes.prng_key):
+            x = jax.random.key_data(x)
+        return np.asarray(jax.device_get(x))
+
+    la, lb = jax.tree.leaves(a), jax.tree.leaves(b)
+    return len(la) == len(lb) and all(
+        np.array_equal(host(x), host(y)) for x, y in zip(la, lb, strict=True)
+    )
+
+
 def bench_env(
     num_envs_list: list[int],
     steps: int,
@@ -140,13 +201,16 @@ def bench_env(
     no_reset: bool = False,
     policies: tuple[str, ...] = ("uniform",),
 ) -> None:
+    from hackmatrix_env.env import HackMatrix
+
     env = HackMatrix()
     params = env.default_params
+    devices = jax.local_devices()
     print(
         f"hm-bench env: jax {jax.__version__}, {jax.default_backend()} "
-        f"({os.cpu_count()} cpus, {platform.processor() or platform.machine()}), "
-        f"random masked policy ({', '.join(policies)}), {steps} steps per timed call, "
-        f"best of {repeats}"
+        f"({os.cpu_count()} cpus, {platform.processor() or platform.machine()}, "
+        f"{len(devices)} device(s)), random masked policy ({', '.join(policies)}), "
+        f"{steps} steps per timed call, best of {repeats}"
     )
     reset_batch = jax.jit(jax.vmap(env.reset, in_axes=(0, None)))
     for num_envs in num_envs_list:
@@ -158,30 +222,26 @@ def bench_env(
         obs, state = reset_c(keys, params)
         runs = [(a, p) for a in ((True, False) if no_reset else (True,)) for p in policies]
         for auto_reset, policy in runs:
-            rollout = make_rollout(env, num_envs, steps, auto_reset, policy)
-            t0 = time.perf_counter()
-            traced = rollout.trace(obs, state, key)
-            t1 = time.perf_counter()
-            lowered = traced.lower()
-            t2 = time.perf_counter()
-            compiled = lowered.compile()
-            t3 = time.perf_counter()
-            compile_s = t3 - t0
-            kernels = kernel_count(compiled.as_text())
-            secs = _time(compiled, obs, state, key, repeats=repeats)
-            _, _, _, episodes = compiled(obs, state, key)
             label = "step + auto-reset" if auto_reset else "step_env (no reset)"
             if len(policies) > 1:
                 label += f" [{policy}]"
-            print(
-                f"num_envs={num_envs:>5}  {label:<20} compile {compile_s:6.1f} s  "
-                f"{num_envs * steps / secs:>11,.0f} steps/s  "
-                f"({secs / steps * 1e3:.2f} ms per batched step, {int(episodes)} episode ends)"
-            )
-            print(
-                f"{'':>16}compile = trace {t1 - t0:.1f} s + lower {t2 - t1:.1f} s + XLA "
-                f"{t3 - t2:.1f} s; {kernels:,} XLA kernels (deterministic size of the graph)"
-            )
+            rollout = make_rollout(env, num_envs, steps, auto_reset, policy)
+            out = _timed_rollout(rollout, obs, state, key, num_envs, steps, repeats, label)
+            if len(devices) > 1 and num_envs % len(devices) == 0:
+                sharding = NamedSharding(Mesh(np.array(devices), ("envs",)), P("envs"))
+                placed = jax.device_put((obs, state), sharding)
+                rollout = make_rollout(env, num_envs, steps, auto_reset, policy, devices)
+                shard_label = f"  over {len(devices)} devices"
+                out_sharded = _timed_rollout(
+                    rollout, *placed, key, num_envs, steps, repeats, shard_label
+                )
+                same = _same_games(out, out_sharded)
+                print(
+                    f"{'':>16}sharded_vmap over {len(devices)} devices: "
+                    f"{'the same games (every final leaf equal)' if same else 'DIFFERENT GAMES'}"
+                )
+                if not same:
+                    raise SystemExit("hm-bench: the sharded rollout differs from the plain one")
         secs = _time(reset_c, keys, params, repeats=repeats)
         print(
             f"num_envs={num_envs:>5}  {'reset only':<28} compile {reset_compile:6.1f} s  "
@@ -210,9 +270,22 @@ def main(argv: list[str] | None = None) -> None:
         help="random masked policy: uniform (one draw per env, default) and/or gumbel "
         "(Gumbel-max, 28 draws per env; the policy before session 5)",
     )
+    p.add_argument(
+        "--devices",
+        type=int,
+        default=None,
+        help="CPU devices to split the envs over in the second timing (default: one per "
+        "core; 1: skip it). Must be set before JAX starts, so only from this command line",
+    )
     args = parser.parse_args(argv)
     if any(n < 1 for n in args.num_envs) or args.steps < 1 or args.repeats < 1:
         parser.error("--num-envs, --steps and --repeats must be positive")
+    if args.devices is not None and args.devices < 1:
+        parser.error("--devices must be positive")
+    try:
+        use_cpu_cores(args.devices)
+    except RuntimeError as e:  # JAX already running (hm-bench called from Python): keep it
+        print(f"hm-bench: {e}; using the devices JAX has")
     if args.what == "env":
         bench_env(
             args.num_envs, args.steps, args.repeats, args.seed, args.no_reset, tuple(args.policy)
