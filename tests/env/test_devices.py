@@ -103,3 +103,9 @@ def test_sharded_step_plays_the_same_games_on_two_cpu_devices():
     assert got["shards"] == [3, 3]
     assert got["dones"] > 0  # the run crosses auto-resets
     assert all(got["same"]), got["same"]
+
+
+def test_usable_cores_is_within_the_machine():
+    from hackmatrix_env.devices import usable_cores
+
+    assert 1 <= usable_cores() <= (os.cpu_count() or 1)

@@ -227,7 +227,11 @@ def bench_env(
                 label += f" [{policy}]"
             rollout = make_rollout(env, num_envs, steps, auto_reset, policy)
             out = _timed_rollout(rollout, obs, state, key, num_envs, steps, repeats, label)
-            if len(devices) > 1 and num_envs % len(devices) == 0:
+            if len(devices) > 1 and num_envs % len(devices):
+                print(
+                    f"{'':>16}(not sharded: {num_envs} envs do not split over {len(devices)} devices)"
+                )
+            elif len(devices) > 1:
                 sharding = NamedSharding(Mesh(np.array(devices), ("envs",)), P("envs"))
                 placed = jax.device_put((obs, state), sharding)
                 rollout = make_rollout(env, num_envs, steps, auto_reset, policy, devices)

@@ -27,8 +27,16 @@ from jax.sharding import Mesh
 from jax.sharding import PartitionSpec as P
 
 
+def usable_cores() -> int:
+    """The CPU cores this process may run on (its affinity mask where the OS has one)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except AttributeError:  # macOS, Windows
+        return os.cpu_count() or 1
+
+
 def use_cpu_cores(num_devices: int | None = None) -> int:
-    """Expose the CPU as ``num_devices`` JAX devices (default: one per core); returns the count.
+    """Expose the CPU as ``num_devices`` JAX devices (default: ``usable_cores()``); returns the count.
 
     Must run before JAX executes anything in this process (``jax_num_cpu_devices``
     cannot change once a backend is up, and importing gymnax or ``hackmatrix_env``'s
@@ -36,7 +44,7 @@ def use_cpu_cores(num_devices: int | None = None) -> int:
     matches; otherwise ``RuntimeError`` says so. Accelerator backends are unaffected
     (their devices stay the default ones).
     """
-    n = int(num_devices) if num_devices is not None else (os.cpu_count() or 1)
+    n = int(num_devices) if num_devices is not None else usable_cores()
     if n < 1:
         raise ValueError(f"use_cpu_cores: num_devices must be >= 1, got {num_devices}")
     try:
