@@ -51,7 +51,7 @@ def test_cpu_cores_after_start_only_when_the_count_matches():
 SCRIPT = textwrap.dedent(
     """
     import json
-    from hackmatrix_env.devices import sharded_vmap, use_cpu_cores
+    from hackmatrix_env.devices import batch_sharding, sharded_vmap, use_cpu_cores
     use_cpu_cores(2)  # before anything starts JAX: the package import must not
     import jax, jax.numpy as jnp, numpy as np
     from hackmatrix_env import HackMatrix
@@ -86,6 +86,9 @@ SCRIPT = textwrap.dedent(
         obs, state = a[0], a[1]
         obs2, state2 = b[0], b[1]
     shards = sorted(s.data.shape[0] for s in state2.time.addressable_shards)
+    placed = jax.device_put(state, batch_sharding())  # inputs placed as the step wants them
+    same.append(equal(sharded(keys, placed, actions, params), plain(keys, state, actions, params)))
+    shards.append(sorted(s.data.shape[0] for s in placed.time.addressable_shards))
     print(json.dumps({"devices": jax.device_count(), "same": same, "dones": dones,
                       "shards": shards}))
     """
@@ -100,7 +103,7 @@ def test_sharded_step_plays_the_same_games_on_two_cpu_devices():
     assert out.returncode == 0, out.stderr[-3000:]
     got = json.loads(out.stdout.strip().splitlines()[-1])
     assert got["devices"] == 2
-    assert got["shards"] == [3, 3]
+    assert got["shards"] == [3, 3, [3, 3]]
     assert got["dones"] > 0  # the run crosses auto-resets
     assert all(got["same"]), got["same"]
 

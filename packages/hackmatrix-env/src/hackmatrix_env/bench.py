@@ -31,10 +31,8 @@ from typing import TYPE_CHECKING
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.sharding import Mesh, NamedSharding
-from jax.sharding import PartitionSpec as P
 
-from hackmatrix_env.devices import sharded_vmap, use_cpu_cores
+from hackmatrix_env.devices import batch_sharding, sharded_vmap, use_cpu_cores
 
 if TYPE_CHECKING:
     from hackmatrix_env.env import HackMatrix
@@ -83,7 +81,7 @@ def make_rollout(
     """A jitted ``(obs, state, key) -> (obs, state, reward_sum, episodes)`` running ``steps`` steps.
 
     ``devices``: split the envs over these devices (``sharded_vmap``; the inputs
-    should be placed with ``batch_sharding(devices)``); default: one ``vmap``.
+    may be placed with ``devices.batch_sharding(devices)``); default: one ``vmap``.
     """
     params = env.default_params
     batch = jax.vmap if devices is None else partial(sharded_vmap, devices=devices)
@@ -232,8 +230,7 @@ def bench_env(
                     f"{'':>16}(not sharded: {num_envs} envs do not split over {len(devices)} devices)"
                 )
             elif len(devices) > 1:
-                sharding = NamedSharding(Mesh(np.array(devices), ("envs",)), P("envs"))
-                placed = jax.device_put((obs, state), sharding)
+                placed = jax.device_put((obs, state), batch_sharding(devices))
                 rollout = make_rollout(env, num_envs, steps, auto_reset, policy, devices)
                 shard_label = f"  over {len(devices)} devices"
                 out_sharded = _timed_rollout(

@@ -23,7 +23,7 @@ import os
 
 import jax
 import numpy as np
-from jax.sharding import Mesh
+from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 
@@ -58,6 +58,16 @@ def use_cpu_cores(num_devices: int | None = None) -> int:
                 f"has {have} CPU device(s)"
             ) from e
     return n
+
+
+def batch_sharding(devices=None, axis_name: str = "envs") -> NamedSharding:
+    """Leading axis split over ``devices`` (default: local), the layout ``sharded_vmap`` uses.
+
+    ``jax.device_put(batched_tree, batch_sharding())`` places inputs where the sharded
+    step wants them (``jit`` reshards other inputs itself, at a copy per call).
+    """
+    devs = list(devices) if devices is not None else jax.local_devices()
+    return NamedSharding(Mesh(np.array(devs), (axis_name,)), P(axis_name))
 
 
 def sharded_vmap(fn, in_axes=0, devices=None, axis_name: str = "envs"):
@@ -101,7 +111,7 @@ def sharded_vmap(fn, in_axes=0, devices=None, axis_name: str = "envs"):
                 f"sharded_vmap: a batch of {sizes[0]} rows does not split evenly over "
                 f"{len(devs)} devices"
             )
-        mesh = Mesh(np.array(devs), (axis_name,))
+        mesh = batch_sharding(devs, axis_name).mesh
         specs = tuple(P(axis_name) if a == 0 else P() for a in axes)
         # check_vma=False: the game's conds and loops mix per-row and replicated operands.
         return jax.shard_map(
