@@ -48,42 +48,6 @@ def test_compute_where_equals_dense_select():
     assert int(single(True)["a"]) == 13 and int(single(False)["a"]) == 0
 
 
-def test_compute_where_stacked_equals_dense_select():
-    def fn(k, x, y, z):
-        return {"a": x * 3 + y + 100 * k + z, "b": (x > 2) & (y > 0)}
-
-    n = 16
-    x = jnp.arange(2 * n, dtype=jnp.int32).reshape(n, 2)
-    y = jnp.arange(2 * n, dtype=jnp.int32).reshape(n, 2) % 3
-    z = jnp.arange(n, dtype=jnp.int32) * 7  # shared by both jobs of a row
-    default = {"a": -jnp.ones((n, 2), jnp.int32), "b": jnp.zeros((n, 2), bool)}
-
-    def run(p, x, y, z, d):
-        return batching.compute_where_stacked(p, fn, (x, y), (z,), d)
-
-    def dense(p, x, y, z, d):
-        def one(k):
-            got = fn(jnp.int32(k), x[k], y[k], z)
-            return jax.tree.map(lambda u, v: jnp.where(p[k], u, v[k]), got, d)
-
-        return jax.tree.map(lambda *r: jnp.stack(r), one(0), one(1))
-
-    batched = jax.jit(jax.vmap(run))
-    single = jax.jit(run)
-    rows = jnp.arange(2 * n).reshape(n, 2)
-    for pred in (
-        jnp.zeros((n, 2), bool),
-        rows % 7 == 3,  # a few jobs: one chunk
-        rows % 3 != 0,  # most jobs: several chunks
-        jnp.ones((n, 2), bool),
-    ):
-        want = jax.vmap(dense)(pred, x, y, z, default)
-        assert _trees_equal(batched(pred, x, y, z, default), want)
-        for r in (0, 5, 10):  # unbatched: a loop over the jobs with a conditional each
-            row = jax.tree.map(lambda t, r=r: t[r], (pred, x, y, z, default))
-            assert _trees_equal(single(*row), jax.tree.map(lambda t, r=r: t[r], want))
-
-
 # --------------------------------------------------------------------------- ragged_fori_loop
 
 

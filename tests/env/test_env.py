@@ -134,7 +134,7 @@ def test_step_override_matches_base_class():
             theirs = base_step(ENV, key, state, action, params)
             assert _eq(ours[0], theirs[0]) and _eq(ours[2:], theirs[2:])
             assert _eq(_without_snapshots(ours[1]), _without_snapshots(theirs[1]))
-        # Batched (the sparse job lists of compute_where / compute_where_stacked).
+        # Batched (the sparse jobs of compute_where, the two-pass stage/reset job).
         states = jax.tree.map(lambda *x: jnp.stack(x), *[c[0] for c in cases])
         actions = jnp.array([c[1] for c in cases], jnp.int32)
         keys = jax.random.split(jax.random.key(7), len(cases))

@@ -81,67 +81,6 @@ def compute_where(pred: jax.Array, fn, args: tuple, default):
     return run(pred, args, default)
 
 
-def compute_where_stacked(pred: jax.Array, fn, stacked: tuple, shared: tuple, default):
-    """``compute_where`` over K jobs per row: ``out[k] = where(pred[k], fn(k, *stacked[k], *shared), default[k])``.
-
-    ``pred`` is bool[K] and every leaf of ``stacked`` and ``default`` has a
-    leading axis of size K (static); ``shared`` is common to the K jobs of a
-    row. ``fn`` is traced and compiled **once** for all K jobs (its first
-    argument is the job index k, int32[]), where K separate ``compute_where``
-    calls would compile it K times. Unbatched, a ``fori_loop`` over k with a
-    ``lax.cond``. Under ``vmap`` the B x K jobs are one job list, processed
-    like ``compute_where`` (chunks of ``ceil(SPARSE_FRACTION * B)`` jobs, as
-    many trips as the needed jobs fill). Bit-identical to the dense select.
-    """
-    num = jnp.shape(pred)[0]
-
-    @custom_vmap
-    def run(pred, stacked, shared, default):
-        def body(k, out):
-            stacked_k = jax.tree.map(lambda x: x[k], stacked)
-            default_k = jax.tree.map(lambda x: x[k], default)
-            got = jax.lax.cond(
-                pred[k],
-                lambda: select_tree(pred[k], fn(k, *stacked_k, *shared), default_k),
-                lambda: default_k,
-            )
-            return jax.tree.map(lambda o, g: o.at[k].set(g), out, got)
-
-        return jax.lax.fori_loop(0, num, body, default)
-
-    @run.def_vmap
-    def run_batched(axis_size, in_batched, pred, stacked, shared, default):
-        pred_b, stacked_b, shared_b, default_b = in_batched
-        pred = _broadcast_rows(axis_size, pred, pred_b)
-        stacked = _broadcast_rows(axis_size, stacked, stacked_b)
-        shared = _broadcast_rows(axis_size, shared, shared_b)
-        default = _broadcast_rows(axis_size, default, default_b)
-        jobs = axis_size * num  # job j = row * num + k
-        flat = lambda x: x.reshape(jobs, *x.shape[2:])  # noqa: E731
-        pred, stacked, default = jax.tree.map(flat, (pred, stacked, default))
-        chunk = max(1, math.ceil(axis_size * SPARSE_FRACTION))
-        n_chunks = math.ceil(jobs / chunk)
-        count = jnp.sum(pred, dtype=jnp.int32)
-        order = jnp.nonzero(pred, size=n_chunks * chunk, fill_value=0)[0]  # needed jobs first
-
-        def one_chunk(i, result):
-            idx = jax.lax.dynamic_slice(order, (i * chunk,), (chunk,))
-            live = i * chunk + jnp.arange(chunk) < count
-            rows = jnp.where(live, idx, jobs)  # jobs: out of range, dropped
-            k = (idx % num).astype(jnp.int32)
-            args_k = jax.tree.map(lambda x: x[idx], stacked)
-            shared_k = jax.tree.map(lambda x: x[idx // num], shared)
-            out = jax.vmap(lambda kk, a, s: fn(kk, *a, *s))(k, args_k, shared_k)
-            return jax.tree.map(lambda d, o: d.at[rows].set(o, mode="drop"), result, out)
-
-        trips = (count + chunk - 1) // chunk
-        result = jax.lax.fori_loop(0, trips, one_chunk, default)
-        result = jax.tree.map(lambda x: x.reshape(axis_size, num, *x.shape[1:]), result)
-        return result, jax.tree.map(lambda _: True, result)
-
-    return run(pred, stacked, shared, default)
-
-
 RAGGED_CHUNKS = 16  # row groups of ragged_fori_loop under vmap
 
 

@@ -437,7 +437,7 @@ def generate_or_reset(
 
     One function for both generations, so a caller that needs either per row
     (``HackMatrix.step``: stage completion and auto-reset) compiles the stage
-    generation once (``batching.compute_where_stacked``). ``state`` must be
+    generation once (``env._stage_and_reset``: two passes of one sparse job). ``state`` must be
     trimmed (``trim_history``); so is the result.
     """
     seed = rng_seed(key)
