@@ -9,6 +9,7 @@ core side by side:
 
     from hackmatrix_env.devices import use_cpu_cores, sharded_vmap
     use_cpu_cores()                      # first, before JAX runs anything
+    import jax
     from hackmatrix_env import HackMatrix
     env = HackMatrix()
     step = jax.jit(sharded_vmap(env.step, in_axes=(0, 0, 0, None)))
