@@ -15,6 +15,8 @@ process cancel most of that drift (session 9, the same tree as A and B:
 median ratio 1.007, single rounds 0.93-1.07). Compile seconds are printed but
 favour the second tree (JAX's caches of library jaxprs are warm by then):
 compare compile times with ``hm-bench env`` runs in separate processes.
+``--devices N`` splits the envs of both rollouts over N CPU devices (both trees
+need ``make_rollout(..., devices)``, session 10 on).
 """
 
 from __future__ import annotations
@@ -25,9 +27,11 @@ import time
 
 import jax
 import numpy as np
+from jax.sharding import Mesh, NamedSharding
+from jax.sharding import PartitionSpec as P
 
 
-def _load(src: str, num_envs: int, steps: int):
+def _load(src: str, num_envs: int, steps: int, sharded: bool = False):
     """(compiled rollout, obs, state, compile s, kernels) from the package under ``src``."""
     for name in [
         m for m in sys.modules if m == "hackmatrix_env" or m.startswith("hackmatrix_env.")
@@ -43,8 +47,15 @@ def _load(src: str, num_envs: int, steps: int):
     params = env.default_params
     keys = jax.random.split(jax.random.key(0), num_envs)
     obs, state = jax.jit(jax.vmap(env.reset, in_axes=(0, None)))(keys, params)
+    if sharded:
+        devices = jax.local_devices()
+        mesh = Mesh(np.array(devices), ("envs",))
+        obs, state = jax.device_put((obs, state), NamedSharding(mesh, P("envs")))
+        rollout = make_rollout(env, num_envs, steps, devices=devices)
+    else:  # trees before session 10 have no devices argument
+        rollout = make_rollout(env, num_envs, steps)
     t0 = time.perf_counter()
-    compiled = make_rollout(env, num_envs, steps).lower(obs, state, jax.random.key(1)).compile()
+    compiled = rollout.lower(obs, state, jax.random.key(1)).compile()
     seconds = time.perf_counter() - t0
     jax.block_until_ready(compiled(obs, state, jax.random.key(1)))  # warm-up
     return compiled, obs, state, seconds, kernel_count(compiled.as_text())
@@ -57,10 +68,16 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--envs", type=int, default=4096)
     p.add_argument("--steps", type=int, default=32, help="env steps per timed call")
     p.add_argument("--rounds", type=int, default=10)
+    p.add_argument("--devices", type=int, default=1, help="CPU devices to split the envs over")
     args = p.parse_args(argv)
+    if args.devices < 1 or args.envs % args.devices:
+        p.error("--devices must be positive and divide --envs")
+    jax.config.update("jax_num_cpu_devices", args.devices)  # before anything starts JAX
     runs = {}
     for label, src in (("A", args.tree_a), ("B", args.tree_b)):
-        compiled, obs, state, seconds, kernels = _load(src, args.envs, args.steps)
+        compiled, obs, state, seconds, kernels = _load(
+            src, args.envs, args.steps, sharded=args.devices > 1
+        )
         runs[label] = (compiled, obs, state)
         print(f"{label}: {src}: compile {seconds:.1f} s, {kernels} XLA kernels", flush=True)
     times = {label: [] for label in runs}
