@@ -164,8 +164,8 @@ class HackMatrix(environment.Environment[EnvState, EnvParams]):
             )
         key_step, key_reset = jax.random.split(key)
         action = jnp.asarray(action, jnp.int32)
-        # step_env without the new stage's generation: it runs below, in one job
-        # list with the auto-reset's generation (one compiled generation).
+        # step_env without the new stage's generation: it runs below, in the sparse job
+        # shared with the auto-reset (_stage_and_reset: one compiled generation).
         state_st, ev = step_game(key_step, state, action, generate=False)
         state_st, reward, terminated, info = _step_outcome(state, state_st, ev)
         truncated = self.is_truncated(state_st, params)
