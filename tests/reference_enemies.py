@@ -1,7 +1,10 @@
 """Reference copy of enemies.py as of commit 2df481f, before the session-3 speed rewrites.
 
 Unchanged code, kept only so that tests/env/test_rewrites.py can compare the
-faster functions with the ones they replaced, on random states.
+faster functions with the ones they replaced, on random states. One update
+(session 11): the random inputs come from ``enemies.phase_seeds`` and the hash
+stream like the game's (one threefry draw per phase instead of a 4-way split
+and per-call draws), so both sides still see the same random numbers.
 """
 
 from __future__ import annotations
@@ -20,7 +23,8 @@ from hackmatrix_env.constants import (
     MAX_TRANSMISSIONS,
     EnemyKind,
 )
-from hackmatrix_env.placement import place_transmissions
+from hackmatrix_env.enemies import phase_seeds, processing_keys
+from hackmatrix_env.placement import place_transmissions_seeded
 from hackmatrix_env.types import EnvState
 from jax import lax
 
@@ -63,7 +67,7 @@ def hatch_transmissions(state: EnvState) -> EnvState:
     )
 
 
-def processing_rank(key: jax.Array, first: jax.Array) -> jax.Array:
+def processing_rank(seed: jax.Array, sub_step: int, first: jax.Array) -> jax.Array:
     """int8[E]: each slot's position in a uniform random processing order (rules §7.4).
 
     The slots in ``first`` (bool[E]) take positions 0..n-1 in uniformly random
@@ -72,8 +76,7 @@ def processing_rank(key: jax.Array, first: jax.Array) -> jax.Array:
     comparisons instead of a sort, which is slow on CPU under vmap. The tie
     probability (about 2e-7 per order) is the only departure from uniform.
     """
-    r = jax.random.bits(key, (MAX_ENEMIES,), jnp.uint32) >> 1
-    r = jnp.where(first, r, jnp.uint32(1 << 31))
+    r = processing_keys(seed, sub_step, first)
     j = _SLOTS
     earlier = (r[None, :] < r[:, None]) | ((r[None, :] == r[:, None]) & (j[None, :] < j[:, None]))
     return jnp.sum(earlier, axis=1, dtype=jnp.int32).astype(jnp.int8)
@@ -82,7 +85,7 @@ def processing_rank(key: jax.Array, first: jax.Array) -> jax.Array:
 _READY, _GLITCH, _CRYPTOG, _FAST = 1, 2, 4, 8  # per-slot flag bits in move_enemies
 
 
-def move_enemies(key_sub0: jax.Array, key_sub1: jax.Array, state: EnvState) -> EnvState:
+def move_enemies(order_seed: jax.Array, state: EnvState) -> EnvState:
     """Both movement sub-steps: attack if adjacent, else move (rules §7.4-7.6).
 
     One loop over the positions of sub-step 0 then sub-step 1; the acting slot
@@ -110,7 +113,9 @@ def move_enemies(key_sub0: jax.Array, key_sub1: jax.Array, state: EnvState) -> E
     trans_bits = _pool_bits(state.transmissions.pos, state.transmissions.alive)
     # Sub-step 0: every alive enemy may act; sub-step 1: only viruses (speed 2).
     fast = e.alive & (jnp.asarray(ENEMY_SPEED)[kind] > 1)
-    ranks = jnp.stack([processing_rank(key_sub0, e.alive), processing_rank(key_sub1, fast)])
+    ranks = jnp.stack(
+        [processing_rank(order_seed, 0, e.alive), processing_rank(order_seed, 1, fast)]
+    )
     counts = jnp.stack([num_alive(e.alive), num_alive(fast)])  # positions that can act
 
     consts = (
@@ -209,29 +214,31 @@ def _pool_bits(pos: jax.Array, alive: jax.Array) -> pathfinding.Bits:
     )
 
 
-def run_scheduled_task(key: jax.Array, state: EnvState) -> EnvState:
+def run_scheduled_task(seed: jax.Array, state: EnvState) -> EnvState:
     """One scheduled transmission when due and CALM is off (rules §7.8)."""
     due = ~state.calm_flag & (state.turn >= state.next_task_turn)
-    state = place_transmissions(key, state, due.astype(jnp.int32), from_task=True, max_count=1)
+    state = place_transmissions_seeded(
+        seed, state, due.astype(jnp.int32), from_task=True, max_count=1
+    )
     next_turn = jnp.where(due, state.turn + state.task_interval, state.next_task_turn)
     return state.replace(next_task_turn=next_turn.astype(jnp.int32))
 
 
-def place_owed_spawns(key: jax.Array, state: EnvState) -> EnvState:
+def place_owed_spawns(seed: jax.Array, state: EnvState) -> EnvState:
     """Place the owed siphon transmissions, then owe none (rules §7.9).
 
     Owed spawns are rare and the placement is long, so it runs through
     ``batching.compute_where``: under vmap only the rows that owe spawns pay.
     """
 
-    def place(key, state):
-        return place_transmissions(
-            key, state, state.pending_siphon_spawns, from_siphon=True, max_count=MAX_TRANSMISSIONS
+    def place(seed, state):
+        return place_transmissions_seeded(
+            seed, state, state.pending_siphon_spawns, from_siphon=True, max_count=MAX_TRANSMISSIONS
         )
 
     snapshots = state.history.snapshots
     light = state.replace(history=state.history.replace(snapshots=None))
-    light = compute_where(state.pending_siphon_spawns > 0, place, (key, light), light)
+    light = compute_where(state.pending_siphon_spawns > 0, place, (seed, light), light)
     state = light.replace(history=light.history.replace(snapshots=snapshots))
     return state.replace(pending_siphon_spawns=jnp.int32(0))
 
@@ -253,15 +260,15 @@ def run_enemy_phase(
     Returns (state, ran): ``ran`` is True iff a real (non-skipped) phase ran; a
     skipped phase only clears STEP.
     """
-    k_order0, k_order1, k_sched, k_owed = jax.random.split(key, 4)  # rules §12.1
+    order_seed, seed_sched, seed_owed = phase_seeds(key)  # rules §12.1
     active = jnp.asarray(active, jnp.bool_)
     real = active & ~state.step_flag
 
     phased = state.replace(turn=(state.turn + 1).astype(jnp.int32))
     phased = hatch_transmissions(phased)
-    phased = move_enemies(k_order0, k_order1, phased)
-    phased = run_scheduled_task(k_sched, phased)
-    phased = place_owed_spawns(k_owed, phased)
+    phased = move_enemies(order_seed, phased)
+    phased = run_scheduled_task(seed_sched, phased)
+    phased = place_owed_spawns(seed_owed, phased)
     phased = clear_statuses(phased)
 
     out = select_tree(real, phased.replace(history=state.history), state)

@@ -205,3 +205,37 @@ def test_phase_invariants(enemy_list, blocks, trans, player, seed):
         assert damage == min(3, adjacent)
     else:
         assert min(3, adjacent) <= damage <= min(3, len(ens))
+
+
+def test_processing_order_uniform_and_independent_per_sub_step():
+    """Orders drawn from ``phase_seeds`` + the hash stream are uniform permutations (rules §7.4).
+
+    Three acting slots among five (slots 1, 2, 4): the order they induce in
+    sub-step 0 is uniform over the 6 permutations, sub-step 1's order is
+    independent of it (uniform over the 36 pairs), and slots outside ``first``
+    always sort last.
+    """
+    from scipy import stats
+
+    first = jnp.zeros(MAX_ENEMIES, bool).at[jnp.array([1, 2, 4])].set(True)
+
+    @jax.jit
+    @jax.vmap
+    def orders(key):
+        seed = enemies.phase_seeds(key)[0]
+        k0 = enemies.processing_keys(seed, 0, first)
+        k1 = enemies.processing_keys(seed, 1, first)
+        return jnp.argsort(k0, stable=True), jnp.argsort(k1, stable=True)
+
+    n = 36 * 400
+    o0, o1 = (np.asarray(x) for x in orders(jax.random.split(jax.random.key(7), n)))
+    assert (np.sort(o0[:, :3], axis=1) == [1, 2, 4]).all()  # acting slots first
+    assert (np.sort(o1[:, :3], axis=1) == [1, 2, 4]).all()
+    perms = {
+        p: i
+        for i, p in enumerate([(1, 2, 4), (1, 4, 2), (2, 1, 4), (2, 4, 1), (4, 1, 2), (4, 2, 1)])
+    }
+    a = np.array([perms[tuple(r)] for r in o0[:, :3]])
+    b = np.array([perms[tuple(r)] for r in o1[:, :3]])
+    assert stats.chisquare(np.bincount(a, minlength=6)).pvalue > 1e-3
+    assert stats.chisquare(np.bincount(a * 6 + b, minlength=36)).pvalue > 1e-3

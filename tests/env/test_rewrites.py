@@ -25,6 +25,7 @@ from hackmatrix_env.constants import (
     NUM_PROGRAMS,
     Content,
 )
+from hackmatrix_env.placement import rng_seed
 from hackmatrix_env.types import blank_state
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -197,7 +198,9 @@ def test_distance_and_tier2_maps_equal_reference(seed, p_block):
     )
 
 
-_spawns_new = jax.jit(jax.vmap(enemies.place_scheduled_and_owed))
+_spawns_new = jax.jit(
+    jax.vmap(lambda ka, kb, s: enemies.place_scheduled_and_owed(rng_seed(ka), rng_seed(kb), s))
+)
 _spawns_ref = jax.jit(
     jax.vmap(lambda ka, kb, s: enemies.place_owed_spawns(kb, enemies.run_scheduled_task(ka, s)))
 )

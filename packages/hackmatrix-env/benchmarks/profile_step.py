@@ -68,8 +68,7 @@ def _parts(env: HackMatrix, params):
         return enemies.run_enemy_phase(k, s)
 
     def move_enemies(k, s, a, x):
-        k0, k1 = jax.random.split(k)
-        return enemies.move_enemies(k0, k1, s)
+        return enemies.move_enemies(enemies.phase_seeds(k)[0], s)
 
     def hatch(k, s, a, x):
         return enemies.hatch_transmissions(s)

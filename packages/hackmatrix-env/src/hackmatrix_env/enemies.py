@@ -32,7 +32,7 @@ from hackmatrix_env.constants import (
     MAX_TRANSMISSIONS,
     EnemyKind,
 )
-from hackmatrix_env.placement import place_transmission_batches, place_transmissions, rng_seed
+from hackmatrix_env.placement import hash_bits, place_transmission_batches, place_transmissions
 from hackmatrix_env.types import EnvState
 
 _SLOTS = jnp.arange(MAX_ENEMIES, dtype=jnp.int32)
@@ -133,16 +133,32 @@ def hatch_transmissions(state: EnvState) -> EnvState:
     )
 
 
-def processing_keys(key: jax.Array, first: jax.Array) -> jax.Array:
+def phase_seeds(key: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """(order, scheduled-task, owed-spawn) seeds, uint32[2] each, from one threefry draw.
+
+    Every random choice of the enemy phase (rules §12.1 #10-12) reads the hash
+    stream (``placement.hash_bits``) of one of these seeds. Only the
+    distributions are normative (rules §12.1), and each ``jax.random`` call
+    site costs a rolled threefry loop (5 trips of ~16 small kernels under
+    ``vmap`` on CPU): one draw instead of a 4-way split, two 32-word draws and
+    two seed draws made the whole step ~15 % faster (specs/env-shell.md §7.9).
+    """
+    words = jax.random.bits(key, (6,), jnp.uint32)
+    return words[0:2], words[2:4], words[4:6]
+
+
+def processing_keys(seed: jax.Array, sub_step: int, first: jax.Array) -> jax.Array:
     """uint32[E]: random sort keys of a uniform processing order (rules §7.4).
 
-    The slots in ``first`` (bool[E]) get 31-bit random keys, the others 2^31:
+    The slots in ``first`` (bool[E]) get 31-bit random keys (hash stream of
+    ``seed`` at positions ``sub_step * E + slot``), the others 2^31:
     processing ``first`` in increasing (key, slot) order is uniformly random
     (the tie probability, about 2e-7 per order, is the only departure from
     uniform). ``move_enemies`` picks the next slot with a min over the keys not
     yet processed, so no sort and no rank matrix is ever built.
     """
-    r = jax.random.bits(key, (MAX_ENEMIES,), jnp.uint32) >> 1
+    counters = jnp.arange(MAX_ENEMIES, dtype=jnp.uint32) + jnp.uint32(sub_step * MAX_ENEMIES)
+    r = hash_bits(seed, counters) >> 1
     return jnp.where(first, r, jnp.uint32(1 << 31))
 
 
@@ -158,7 +174,7 @@ _FAST_KINDS = tuple(k for k in range(len(ENEMY_SPEED)) if ENEMY_SPEED[k] > 1)  #
 _READY, _GLITCH, _CRYPTOG, _FAST = 1, 2, 4, 8  # per-slot flag bits in move_enemies
 
 
-def move_enemies(key_sub0: jax.Array, key_sub1: jax.Array, state: EnvState) -> EnvState:
+def move_enemies(order_seed: jax.Array, state: EnvState) -> EnvState:
     """Both movement sub-steps: attack if adjacent, else move (rules §7.4-7.6).
 
     One loop over the positions of sub-step 0 then sub-step 1; the acting slot
@@ -186,7 +202,9 @@ def move_enemies(key_sub0: jax.Array, key_sub1: jax.Array, state: EnvState) -> E
     # Sub-step 0: every alive enemy may act; sub-step 1: only viruses (speed 2).
     fast = e.alive & jnp.any(jnp.stack([kind == k for k in _FAST_KINDS]), axis=0)
     flags = flags | jnp.where(fast, _FAST, 0).astype(jnp.int8)
-    order_keys = jnp.stack([processing_keys(key_sub0, e.alive), processing_keys(key_sub1, fast)])
+    order_keys = jnp.stack(
+        [processing_keys(order_seed, 0, e.alive), processing_keys(order_seed, 1, fast)]
+    )
     counts = jnp.stack([num_alive(e.alive), num_alive(fast)])  # positions that can act
 
     consts = (
@@ -322,11 +340,12 @@ def place_owed_spawns(key: jax.Array, state: EnvState) -> EnvState:
 
 
 def place_scheduled_and_owed(
-    key_sched: jax.Array, key_owed: jax.Array, state: EnvState
+    seed_sched: jax.Array, seed_owed: jax.Array, state: EnvState
 ) -> EnvState:
     """``run_scheduled_task`` then ``place_owed_spawns`` (rules §7.8-7.9), as one placement.
 
-    Both are placements with their own key, one after the other; here they are
+    Both are placements with their own seed (uint32[2], ``phase_seeds``; the
+    keyed functions use ``rng_seed(key)``), one after the other; here they are
     one ``placement.place_transmission_batches`` loop (batch 0: the task's
     transmission, batch 1: the owed ones) inside one ``compute_where`` over the
     rows that need either, so the placement is compiled once for the enemy
@@ -338,8 +357,8 @@ def place_scheduled_and_owed(
     due = ~state.calm_flag & (state.turn >= state.next_task_turn)
     owed = state.pending_siphon_spawns
 
-    def place(key_sched, key_owed, state, due):
-        seeds = jnp.stack([rng_seed(key_sched), rng_seed(key_owed)])
+    def place(seed_sched, seed_owed, state, due):
+        seeds = jnp.stack([seed_sched, seed_owed])
         counts = jnp.stack([due.astype(jnp.int32), state.pending_siphon_spawns])
         placed = place_transmission_batches(
             seeds, state, counts, (True, False), (False, True), (1, MAX_TRANSMISSIONS)
@@ -350,7 +369,7 @@ def place_scheduled_and_owed(
     transmissions, overflow = compute_where(
         due | (owed > 0),
         place,
-        (key_sched, key_owed, light, due),
+        (seed_sched, seed_owed, light, due),
         (state.transmissions, state.overflow),
     )
     state = state.replace(transmissions=transmissions, overflow=overflow)
@@ -377,14 +396,14 @@ def run_enemy_phase(
     Returns (state, ran): ``ran`` is True iff a real (non-skipped) phase ran; a
     skipped phase only clears STEP.
     """
-    k_order0, k_order1, k_sched, k_owed = jax.random.split(key, 4)  # rules §12.1
+    order_seed, seed_sched, seed_owed = phase_seeds(key)  # rules §12.1
     active = jnp.asarray(active, jnp.bool_)
     real = active & ~state.step_flag
 
     phased = state.replace(turn=(state.turn + 1).astype(jnp.int32))
     phased = hatch_transmissions(phased)
-    phased = move_enemies(k_order0, k_order1, phased)
-    phased = place_scheduled_and_owed(k_sched, k_owed, phased)  # §7.8 then §7.9
+    phased = move_enemies(order_seed, phased)
+    phased = place_scheduled_and_owed(seed_sched, seed_owed, phased)  # §7.8 then §7.9
     phased = clear_statuses(phased)
 
     out = select_tree(real, phased.replace(history=state.history), state)
