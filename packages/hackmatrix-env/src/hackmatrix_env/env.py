@@ -56,7 +56,7 @@ from hackmatrix_env.constants import (
     PLAYER_FEATURES,
     Content,
 )
-from hackmatrix_env.game import stage_key, step_game
+from hackmatrix_env.game import step_game, step_keys
 from hackmatrix_env.observation import observe
 from hackmatrix_env.reward import reward_breakdown, total_reward
 from hackmatrix_env.stage import generate_or_reset, reset_game, trim_history
@@ -166,7 +166,8 @@ class HackMatrix(environment.Environment[EnvState, EnvParams]):
         action = jnp.asarray(action, jnp.int32)
         # step_env without the new stage's generation: it runs below, in the sparse job
         # shared with the auto-reset (_stage_and_reset: one compiled generation).
-        state_st, ev = step_game(key_step, state, action, generate=False)
+        keys = step_keys(key_step)
+        state_st, ev = step_game(key_step, state, action, generate=False, keys=keys)
         state_st, reward, terminated, info = _step_outcome(state, state_st, ev)
         truncated = self.is_truncated(state_st, params)
         done = terminated | truncated
@@ -178,7 +179,7 @@ class HackMatrix(environment.Environment[EnvState, EnvParams]):
         snapshots = state_st.history.snapshots
         light = trim_history(state_st)
         trimmed, final_obs = _stage_and_reset(
-            ev.exit_reached & ~ev.victory, done, stage_key(key_step), key_reset, light, params
+            ev.exit_reached & ~ev.victory, done, keys[1], key_reset, light, params
         )
         if type(self).reset_extras is not HackMatrix.reset_extras:  # a subclass's additions
             trimmed = select_tree(done, self.reset_extras(key_reset, trimmed, params), trimmed)

@@ -60,13 +60,23 @@ def died_to_siphon_enemy(state: EnvState) -> jax.Array:
     return jnp.any(e.alive & e.from_siphon & (dist == 1))
 
 
+def step_keys(key: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """(program, stage, enemy-phase) keys of ``step_game(key, ...)``: one split."""
+    k_prog, k_stage, k_enemy = jax.random.split(key, 3)
+    return k_prog, k_stage, k_enemy
+
+
 def stage_key(key: jax.Array) -> jax.Array:
     """The key ``step_game(key, ...)`` generates a new stage with."""
-    return jax.random.split(key, 3)[1]
+    return step_keys(key)[1]
 
 
 def step_game(
-    key: jax.Array, state: EnvState, action: jax.Array, generate: bool = True
+    key: jax.Array,
+    state: EnvState,
+    action: jax.Array,
+    generate: bool = True,
+    keys: tuple[jax.Array, jax.Array, jax.Array] | None = None,
 ) -> tuple[EnvState, StepEvents]:
     """Apply action 0..27 (interface §1). Returns (state, events); the reward reads both.
 
@@ -75,8 +85,11 @@ def step_game(
     the state ``stage.advance_stage`` gives, and the caller must apply
     ``stage.generate_stage(stage_key(key), ...)`` to it (``HackMatrix.step``
     does, together with its auto-reset). Events are the same either way.
+    ``keys``: ``step_keys(key)`` when the caller has it already (each
+    ``jax.random`` call is a rolled threefry loop on CPU, and XLA does not
+    merge two equal ones).
     """
-    k_prog, k_stage, k_enemy = jax.random.split(key, 3)
+    k_prog, k_stage, k_enemy = step_keys(key) if keys is None else keys
     action = jnp.asarray(action, jnp.int32)
     d0 = shaping_distance(state)  # §1 step 2
     hp0 = state.player.hp.astype(jnp.int32)

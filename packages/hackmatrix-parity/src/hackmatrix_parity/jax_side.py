@@ -13,7 +13,6 @@ on the device; ``select`` picks one candidate per lane as the next batch.
 
 from __future__ import annotations
 
-import inspect
 from typing import Any
 
 import jax
@@ -21,7 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 from hackmatrix_env import scenario as env_scenario
 from hackmatrix_env.constants import ENEMY_NAMES, REWARD_COMPONENTS
-from hackmatrix_env.types import EnvParams, EnvState
+from hackmatrix_env.types import EnvState
 
 
 def load_scenario(sc: dict[str, Any]) -> EnvState:
@@ -74,11 +73,7 @@ def internal_state_json(state: EnvState) -> dict[str, Any]:
 def _step_fn():
     from hackmatrix_env.game import step_game
 
-    n = len(inspect.signature(step_game).parameters)
-    if n >= 4:
-        params = EnvParams()
-        return lambda key, state, action: step_game(key, state, action, params)
-    return step_game
+    return lambda key, state, action: step_game(key, state, action)
 
 
 def _outcome(step, key, state, action):
