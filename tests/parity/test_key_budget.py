@@ -39,7 +39,9 @@ SCRIPT = [0, 1, 2, 3, 0, 1, 2, 3, 0, 1]
 
 
 def run(swift_bin: str, deep_keys: int):
-    cfg = Config(batch=8, num_keys=16, seed=3, extra_rounds=0, deep_keys=deep_keys)
+    # Engine seed 9: 16 keys miss Swift's outcome on the env's current random streams
+    # (re-pick it when they change, as in session 11).
+    cfg = Config(batch=8, num_keys=16, seed=9, extra_rounds=0, deep_keys=deep_keys)
     with Engine(cfg, command=[swift_bin, "--headless-cli", "--seed", "11"]) as eng:
         return eng.run([CROWD], [SCRIPT])
 
@@ -66,15 +68,16 @@ WARP_CASE = Path(__file__).parent / "regressions" / "warp_onto_exit_rare_target.
 def test_warp_onto_exit_gets_more_rounds_until_a_key_completes_the_stage(swift_bin):
     """WARP picks the one entity (of 11) on the exit in Swift: the stage completes.
 
-    Swift seed 4 makes that draw; engine seed 0 gives a first round whose 16
-    keys all land elsewhere. Judged on that round, the step is a mismatch
+    Swift seed 4 makes that draw; engine seed 2 gives a first round whose 16
+    keys all land elsewhere (the seed depends on the env's random streams:
+    re-pick it when they change, as in session 11). Judged on that round, the step is a mismatch
     (stage_complete differs); the extra rounds must go on until a key
     completes the stage, and the step is then resynced from Swift.
     """
     case = json.loads(WARP_CASE.read_text())
     command = [swift_bin, "--headless-cli", "--seed", "4"]
     for rounds, want in ((0, "mismatch"), (15, "resync")):
-        cfg = Config(batch=8, num_keys=16, seed=0, extra_rounds=rounds)
+        cfg = Config(batch=8, num_keys=16, seed=2, extra_rounds=rounds)
         with Engine(cfg, command=command) as eng:
             rep = eng.run([case["scenario"]], [case["actions"]])
         assert rep.areas["stage_complete"] == 1, "Swift seed 4 no longer completes the stage"

@@ -32,7 +32,12 @@ from hackmatrix_env.constants import (
     MAX_TRANSMISSIONS,
     EnemyKind,
 )
-from hackmatrix_env.placement import hash_bits, place_transmission_batches, place_transmissions
+from hackmatrix_env.placement import (
+    hash_bits,
+    place_transmission_batches,
+    place_transmissions,
+    rng_seed,
+)
 from hackmatrix_env.types import EnvState
 
 _SLOTS = jnp.arange(MAX_ENEMIES, dtype=jnp.int32)
@@ -134,16 +139,16 @@ def hatch_transmissions(state: EnvState) -> EnvState:
 
 
 def phase_seeds(key: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """(order, scheduled-task, owed-spawn) seeds, uint32[2] each, from one threefry draw.
+    """(order, scheduled-task, owed-spawn) seeds, uint32[2] each, from the key's data.
 
     Every random choice of the enemy phase (rules §12.1 #10-12) reads the hash
     stream (``placement.hash_bits``) of one of these seeds. Only the
     distributions are normative (rules §12.1), and each ``jax.random`` call
     site costs a rolled threefry loop (5 trips of ~16 small kernels under
-    ``vmap`` on CPU): one draw instead of a 4-way split, two 32-word draws and
-    two seed draws made the whole step ~15 % faster (specs/env-shell.md §7.9).
+    ``vmap`` on CPU): this replaced a 4-way split, two 32-word draws and two
+    seed draws, ~8 % of the whole step (specs/env-shell.md §7.9).
     """
-    words = jax.random.bits(key, (6,), jnp.uint32)
+    words = hash_bits(rng_seed(key), jnp.arange(6, dtype=jnp.uint32))
     return words[0:2], words[2:4], words[4:6]
 
 

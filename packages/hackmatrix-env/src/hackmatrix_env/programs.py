@@ -367,7 +367,7 @@ def run_program(
     e.g. inside sparse evaluation: UNDO then restores from it and only the ring
     counters are updated. The buffer is never written here either way.
     """
-    seed = rng_seed(key)  # one threefry draw; WARP and POLY read the hash stream
+    seed = rng_seed(key)  # from the key's data; WARP and POLY read the hash stream
     p = jnp.clip(jnp.asarray(prog_idx, jnp.int32), 0, NUM_PROGRAMS - 1)
     row = _row(jnp.asarray(PROGRAM_TABLE), p)  # int32[13]: this program's table row
     is_ = lambda prog: p == prog  # noqa: E731

@@ -18,8 +18,8 @@ they preserve the reference distribution, are in specs/env-shell.md §3:
   are connected and the exit has a free neighbour (or is (0,0), the start).
   Connectivity is decided by a finite automaton over the six row masks (host
   tables built at import: no BFS sweeps). V2 is a few bit operations.
-* Randomness comes from one ``jax.random.bits`` draw per call feeding the
-  counter-based ``placement.hash_uniform`` stream.
+* Randomness comes from one seed per call (``placement.rng_seed``, mixed from
+  the key's data) feeding the counter-based ``placement.hash_uniform`` stream.
 """
 
 from __future__ import annotations
