@@ -252,6 +252,34 @@ def test_hash_uniform_is_uniform():
     assert abs(np.corrcoef(u[:-1], u[1:])[0, 1]) < 0.01
 
 
+def test_rng_seed_spreads_structured_keys():
+    """``rng_seed`` mixes key data: ``key(i)`` (data ``[0, i]``) gives unrelated seeds.
+
+    4,096 consecutive user keys: no two seeds equal, every one of the 64 seed bits
+    set in about half of them, and the first uniform of each seed's stream is
+    uniform over the keys and uncorrelated with the next key's.
+    """
+    seeds = np.asarray(jax.vmap(lambda i: rng_seed(jax.random.key(i)))(jnp.arange(4096)))
+    assert seeds.shape == (4096, 2) and seeds.dtype == np.uint32
+    assert len({(int(a), int(b)) for a, b in seeds}) == 4096
+    bits = (seeds[:, :, None] >> np.arange(32, dtype=np.uint32)) & 1
+    share = bits.reshape(4096, 64).mean(axis=0)
+    assert np.all(np.abs(share - 0.5) < 0.04), share  # > 5 sigma for n = 4,096
+    first = np.asarray(jax.vmap(lambda sd: hash_uniform(sd, jnp.uint32(0)))(jnp.asarray(seeds)))
+    assert stats.kstest(first, "uniform").pvalue > 1e-4
+    assert abs(np.corrcoef(first[:-1], first[1:])[0, 1]) < 0.06
+
+
+def test_rng_seed_accepts_every_key_kind():
+    """Typed threefry keys, legacy ``PRNGKey`` arrays (same data, same seed) and rbg keys."""
+    typed = rng_seed(jax.random.key(3))
+    assert np.array_equal(typed, rng_seed(jax.random.PRNGKey(3)))
+    rbg = rng_seed(jax.random.key(3, impl="rbg"))
+    assert rbg.shape == (2,) and rbg.dtype == jnp.uint32
+    assert not np.array_equal(rbg, rng_seed(jax.random.key(4, impl="rbg")))
+    assert not np.array_equal(typed, rng_seed(jax.random.key(4)))
+
+
 @pytest.mark.parametrize("max_count", [1, 8])
 def test_jit_and_vmap_agree(max_count):
     s = make_state((1, 1), blocks=[("data", (2, 2))])
