@@ -27,6 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from hackmatrix_env.constants import ENEMY_NAMES
+from hackmatrix_env.game import step_game
 from hackmatrix_parity import jax_side
 from hackmatrix_parity.build import ensure_swift_binary
 from hackmatrix_parity.client import SwiftGame
@@ -34,7 +35,7 @@ from hackmatrix_parity.scenarios import generate_scenario
 
 THEMES = ("crowded", "combat", "stacked", "late_stage")
 SIPHON = 4
-_step = jax_side._step_fn()
+_step = step_game
 
 
 def pack(s) -> jax.Array:

@@ -66,11 +66,6 @@ def step_keys(key: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
     return k_prog, k_stage, k_enemy
 
 
-def stage_key(key: jax.Array) -> jax.Array:
-    """The key ``step_game(key, ...)`` generates a new stage with."""
-    return step_keys(key)[1]
-
-
 def step_game(
     key: jax.Array,
     state: EnvState,
@@ -83,7 +78,7 @@ def step_game(
     ``generate=False`` (static) leaves out the new stage's generation: a row that
     completes a stage below 8 (``events.exit_reached & ~events.victory``) holds
     the state ``stage.advance_stage`` gives, and the caller must apply
-    ``stage.generate_stage(stage_key(key), ...)`` to it (``HackMatrix.step``
+    ``stage.generate_stage(step_keys(key)[1], ...)`` to it (``HackMatrix.step``
     does, together with its auto-reset). Events are the same either way.
     ``keys``: ``step_keys(key)`` when the caller has it already (each
     ``jax.random`` call is a rolled threefry loop on CPU, and XLA does not

@@ -70,12 +70,6 @@ def internal_state_json(state: EnvState) -> dict[str, Any]:
     }
 
 
-def _step_fn():
-    from hackmatrix_env.game import step_game
-
-    return lambda key, state, action: step_game(key, state, action)
-
-
 def _outcome(step, key, state, action):
     """One candidate: the stepped state and what the comparison reads."""
     from hackmatrix_env.mask import action_mask
@@ -149,8 +143,9 @@ class CandidateStepper:
 
     def __init__(self, batch: int, num_keys: int):
         self.B, self.K = int(batch), int(num_keys)
-        step = _step_fn()
-        one = lambda k, s, a: _outcome(step, k, s, a)  # noqa: E731
+        from hackmatrix_env.game import step_game
+
+        one = lambda k, s, a: _outcome(step_game, k, s, a)  # noqa: E731
         over_keys = jax.vmap(one, in_axes=(0, None, None))
         self._step = jax.jit(jax.vmap(over_keys, in_axes=(0, 0, 0)))
         self._select = jax.jit(
