@@ -207,10 +207,14 @@ def move_enemies(order_seed: jax.Array, state: EnvState) -> EnvState:
     # Sub-step 0: every alive enemy may act; sub-step 1: only viruses (speed 2).
     fast = e.alive & jnp.any(jnp.stack([kind == k for k in _FAST_KINDS]), axis=0)
     flags = flags | jnp.where(fast, _FAST, 0).astype(jnp.int8)
+    # Only ready enemies get loop positions: a disabled or stunned enemy's turn is a
+    # no-op, and leaving it out keeps the others' relative order (each slot's key
+    # does not depend on the set), so the result is the same with ~13 % fewer
+    # positions (the hatchlings of this phase are all disabled).
     order_keys = jnp.stack(
-        [processing_keys(order_seed, 0, e.alive), processing_keys(order_seed, 1, fast)]
+        [processing_keys(order_seed, 0, ready), processing_keys(order_seed, 1, fast & ready)]
     )
-    counts = jnp.stack([num_alive(e.alive), num_alive(fast)])  # positions that can act
+    counts = jnp.stack([num_alive(ready), num_alive(fast & ready)])  # positions that act
 
     consts = (
         order_keys,

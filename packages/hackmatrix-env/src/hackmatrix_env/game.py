@@ -102,20 +102,29 @@ def step_game(
     # (batching.compute_where) computes both for the rows that use either, and
     # the direction's state is its default, so its result is already the state
     # the chosen action gives (no separate select over the state).
+    # The program's validity is read only on program rows, so it is computed in the
+    # same sparse job (a dense program_mask per step cost ~3 % of the step).
     def siphon_or_program(k, s, p, siphon):
         siphoned = apply_siphon(_strip(s))
         missed_c, missed_e = siphon_quality(_strip(s))
         ran, kills, warp = _strip_first(programs.run_program(k, s, p))
-        return select_tree(siphon, siphoned, ran), missed_c, missed_e, kills, warp
+        ok = programs.program_mask(s)[p]
+        return select_tree(siphon, siphoned, ran), missed_c, missed_e, kills, warp, ok
 
-    acted, missed_c, missed_e, prog_kills, warp_exit = compute_where(
+    acted, missed_c, missed_e, prog_kills, warp_exit, prog_ok = compute_where(
         is_siphon | is_prog,
         siphon_or_program,
         (k_prog, state, prog_idx, is_siphon),
-        (_strip(moved), jnp.int32(0), jnp.int32(0), jnp.int32(0), jnp.bool_(False)),
+        (
+            _strip(moved),
+            jnp.int32(0),
+            jnp.int32(0),
+            jnp.int32(0),
+            jnp.bool_(False),
+            jnp.bool_(False),
+        ),
     )
     acted = _attach(acted, moved)
-    prog_ok = programs.program_mask(state)[prog_idx]
     valid = jnp.where(is_dir, dir_ok, jnp.where(is_siphon, state.player.siphons > 0, prog_ok))
 
     exit_reached = valid & jnp.where(is_dir, dir_exit, is_prog & warp_exit)
