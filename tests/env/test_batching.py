@@ -89,6 +89,20 @@ def test_ragged_loop_equals_per_row_fori_loop(trips, seed):
     assert _trees_equal(_ragged(n, init, consts), _dense(n, init, consts))
 
 
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(-3, 70_000), min_size=1, max_size=300))
+def test_longest_first_is_the_stable_descending_argsort(trips):
+    """The packed-key sort orders rows as argsort(-n, stable=True), up to n = 0xFFFF.
+
+    Longer rows (clipped to 0xFFFF) may only trade places among themselves.
+    """
+    n = jnp.asarray(trips, jnp.int32)
+    got = np.asarray(jax.jit(batching._longest_first)(n))
+    clipped = np.clip(np.asarray(trips), None, 0xFFFF)
+    assert sorted(got.tolist()) == list(range(len(trips)))  # a permutation
+    assert np.array_equal(got, np.argsort(-np.maximum(clipped, 0), kind="stable"))
+
+
 def test_ragged_loop_unbatched_inputs_and_nested_vmap():
     """Unbatched n / consts are broadcast; a vmap of a vmap (parity's key search) works."""
     init = (jnp.arange(6, dtype=jnp.int32), jnp.zeros((6, 4), jnp.int32))

@@ -84,17 +84,36 @@ def compute_where(pred: jax.Array, fn, args: tuple, default):
 RAGGED_CHUNKS = 16  # row groups of ragged_fori_loop under vmap
 
 
+def _longest_first(n: jax.Array) -> jax.Array:
+    """int32[B]: ``argsort(-n, stable=True)``, as one sort of packed uint32 keys when B < 2**16.
+
+    XLA:CPU sorts a key/index pair with a comparator call per comparison; one
+    array of ``(0xFFFF - n) << 16 | row`` words sorts ~5x faster (0.1 vs 0.5 ms
+    at 4,096 rows). ``n`` above 0xFFFF is clipped, which can only reorder rows
+    that long among themselves: the order only groups rows, it never changes a
+    row's own result.
+    """
+    rows = n.shape[0]
+    if rows >= 1 << 16:
+        return jnp.argsort(-n, stable=True).astype(jnp.int32)
+    length = jnp.clip(n, 0, 0xFFFF).astype(jnp.uint32)
+    keys = ((jnp.uint32(0xFFFF) - length) << 16) | jnp.arange(rows, dtype=jnp.uint32)
+    return (jnp.sort(keys) & jnp.uint32(0xFFFF)).astype(jnp.int32)
+
+
 def ragged_fori_loop(n: jax.Array, body, init, consts=()):
     """``lax.fori_loop(0, n, lambda i, c: body(i, c, consts), init)``, cheap under ``vmap``.
 
     ``body(i, carry, consts) -> carry`` must take loop-invariant inputs through
     ``consts`` (a custom_vmap function cannot close over batched values).
     Unbatched this is a plain ``fori_loop``. Under ``vmap`` the rows are sorted
-    by ``n`` (descending) and split into ``RAGGED_CHUNKS`` groups, each looping
-    only to its own largest ``n`` (rows past their own ``n`` keep their carry), so
-    the cost follows the sum of the trip counts instead of batch x max. The enemy
-    phase needs this: a batch of 4,096 games averages about one enemy but always
-    contains a game with a dozen.
+    by ``n`` (descending, ``_longest_first``) and split into ``RAGGED_CHUNKS``
+    groups, each looping only to its own largest ``n`` (rows past their own ``n``
+    keep their carry), so the cost follows the sum of the trip counts instead of
+    batch x max. Each group gathers its rows, loops and scatters them back; the
+    groups whose rows all have ``n = 0`` are not visited. The enemy phase needs
+    this: a batch of 4,096 games averages about one enemy but always contains a
+    game with a dozen or more.
     """
 
     def loop(n, init, consts):
@@ -112,22 +131,19 @@ def ragged_fori_loop(n: jax.Array, body, init, consts=()):
         consts = _broadcast_rows(axis_size, consts, consts_b)
         chunks = min(RAGGED_CHUNKS, axis_size)
         size = math.ceil(axis_size / chunks)
-        pad = chunks * size - axis_size
         # Longest rows first; padding rows (index axis_size) loop 0 times and are dropped.
-        order = jnp.argsort(-n, stable=True).astype(jnp.int32)
-        order = jnp.concatenate([order, jnp.full((pad,), axis_size, jnp.int32)])
-        n_sorted = jnp.concatenate([n, jnp.zeros((1,), jnp.int32)])[order]
+        order = _longest_first(n)
+        order = jnp.concatenate(
+            [order, jnp.full((chunks * size - axis_size,), axis_size, jnp.int32)]
+        )
+        n_pad = jnp.concatenate([n, jnp.zeros((1,), jnp.int32)])
+        consts_pad = jax.tree.map(lambda x: jnp.concatenate([x, x[:1]]), consts)
 
-        def take(x):
-            x = jnp.concatenate([x, x[:1]])  # a dummy row for the padding
-            return x[order].reshape(chunks, size, *x.shape[1:])
-
-        init_groups, consts_groups = jax.tree.map(take, (init, consts))
-        n_groups = n_sorted.reshape(chunks, size)
-
-        def one_group(_, group):
-            n_rows, init_rows, consts_rows = group
-            n_max = n_rows[0]
+        def one_group(g, result):
+            rows = jax.lax.dynamic_slice(order, (g * size,), (size,))
+            n_rows = n_pad[rows]
+            take = lambda x: x[jnp.minimum(rows, axis_size - 1)]  # noqa: E731
+            consts_rows = jax.tree.map(lambda x: x[rows], consts_pad)
 
             def step(i, carry):
                 def row(n_row, c, k):
@@ -137,13 +153,15 @@ def ragged_fori_loop(n: jax.Array, body, init, consts=()):
 
                 return jax.vmap(row)(n_rows, carry, consts_rows)
 
-            return None, jax.lax.fori_loop(0, n_max, step, init_rows)
+            out = jax.lax.fori_loop(0, n_rows[0], step, jax.tree.map(take, result))
+            return jax.tree.map(
+                lambda x, o: x.at[rows].set(o, mode="drop", unique_indices=True), result, out
+            )
 
-        _, out = jax.lax.scan(one_group, None, (n_groups, init_groups, consts_groups))
-        out = jax.tree.map(lambda x: x.reshape(chunks * size, *x.shape[2:]), out)
-        result = jax.tree.map(
-            lambda x, o: x.at[order].set(o, mode="drop", unique_indices=True), init, out
-        )
+        # Only the groups holding a row with n > 0 (the rows are sorted): a batch
+        # of games averages about one enemy, so the last groups are often idle.
+        busy = (jnp.sum(n > 0, dtype=jnp.int32) + size - 1) // size
+        result = jax.lax.fori_loop(0, busy, one_group, init)
         return result, jax.tree.map(lambda _: True, result)
 
     return run(n, init, consts)
