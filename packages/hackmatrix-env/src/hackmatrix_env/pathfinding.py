@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 
 from hackmatrix_env.constants import DIR_OFFSETS, GRID_SIZE, NUM_CELLS, NUM_DIRECTIONS
@@ -210,51 +211,49 @@ def enemy_next_cell(
     can_path = has_bit(passable, player) & ((pos[0] != player[0]) | (pos[1] != player[1]))
     usable = _andnot(passable, occupied)
 
-    # Per direction (4 static items, canonical order): neighbour cell, its bit, flags.
-    cells, bits, free, occ = [], [], [], []
-    for dr, dc in DIR_OFFSETS.tolist():
-        r, c = pos[0] + dr, pos[1] + dc
-        b = bits_of_cell(jnp.stack([r, c]))
-        cells.append((r, c))
-        bits.append(b)
-        occ.append(((b[0] & occupied[0]) | (b[1] & occupied[1])) != 0)
-        free.append(((b[0] & usable[0]) | (b[1] & usable[1])) != 0)
+    # The 4 neighbours as int32[4] vectors (canonical order): under vmap each quantity
+    # is one [rows, 4] kernel instead of four [rows] ones.
+    r = pos[0] + _DIR_ROW
+    c = pos[1] + _DIR_COL
+    on_board = (r >= 0) & (r < GRID_SIZE) & (c >= 0) & (c < GRID_SIZE)
+    bit = jnp.left_shift(jnp.int32(1), jnp.clip((r % 3) * 6 + c, 0, 17))
+    lo = jnp.where(on_board & (r < 3), bit, 0)
+    hi = jnp.where(on_board & (r >= 3), bit, 0)
+    occ = ((lo & occupied[0]) | (hi & occupied[1])) != 0
+    free = ((lo & usable[0]) | (hi & usable[1])) != 0
 
-    # Tier 1: shortest path avoiding Occ.
-    targets = (
-        sum(jnp.where(f, b[0], 0) for f, b in zip(free, bits, strict=True)),
-        sum(jnp.where(f, b[1], 0) for f, b in zip(free, bits, strict=True)),
-    )
+    # Tier 1: shortest path avoiding Occ (the neighbours' bits are distinct: sum = or).
+    targets = (jnp.sum(jnp.where(free, lo, 0)), jnp.sum(jnp.where(free, hi, 0)))
     # Tier 1 can differ from tier 2 only if some other occupied cell is passable:
     # otherwise Occ is just e's own cell, and a shortest path back through e is
     # never a best one, so the tier-2 step (free, not occupied) is the tier-1 step.
     # Skipping the search then gives tier 1 "nothing" and tier 2 that same step.
     others = _andnot(_and(occupied, passable), bits_of_cell(pos))
     hit = first_layer_hit(usable, goal, targets, MAX_LAYERS - 1, can_path & _nonempty(others))
-    hits = [((b[0] & hit[0]) | (b[1] & hit[1])) != 0 for b in bits]
+    hits = ((lo & hit[0]) | (hi & hit[1])) != 0
 
     # Tier 3: greedy Manhattan step among free neighbours, even away from t.
-    dist3 = [
-        jnp.where(f, jnp.abs(r - player[0]) + jnp.abs(c - player[1]), 1000)
-        for f, (r, c) in zip(free, cells, strict=True)
-    ]
-    best3 = jnp.minimum(jnp.minimum(dist3[0], dist3[1]), jnp.minimum(dist3[2], dist3[3]))
+    dist3 = jnp.where(free, jnp.abs(r - player[0]) + jnp.abs(c - player[1]), 1000)
 
     # Choose: tier 1, else tier 2 (nothing if its step is occupied), else tier 3;
-    # within a tier the first canonical direction wins (scan from the last).
-    tier1 = can_path & (hits[0] | hits[1] | hits[2] | hits[3])
-    tier2 = (tier2_dir < NUM_DIRECTIONS) & ~jnp.select(
-        [tier2_dir == d for d in range(NUM_DIRECTIONS)], occ, True
-    )
-    tier3 = free[0] | free[1] | free[2] | free[3]
+    # within a tier the first canonical direction wins.
+    dirs = jnp.arange(NUM_DIRECTIONS, dtype=jnp.int32)
+    is_t2 = dirs == tier2_dir
+    tier1 = can_path & jnp.any(hits)
+    tier2 = (tier2_dir < NUM_DIRECTIONS) & ~jnp.any(is_t2 & occ)
+    chosen = jnp.where(
+        tier1, hits, jnp.where(tier2, is_t2, free & (dist3 == jnp.min(dist3)))
+    )  # tier 3: no free neighbour leaves every dist3 at 1000 and free all False
+    first = jnp.min(jnp.where(chosen, dirs, NUM_DIRECTIONS))  # NUM_DIRECTIONS: stay
     row, col = pos[0], pos[1]
-    for d in reversed(range(NUM_DIRECTIONS)):
-        take = jnp.where(
-            tier1, hits[d], jnp.where(tier2, tier2_dir == d, tier3 & free[d] & (dist3[d] == best3))
-        )
-        row = jnp.where(take, cells[d][0], row)
-        col = jnp.where(take, cells[d][1], col)
+    for d in range(NUM_DIRECTIONS):
+        row = row + jnp.where(first == d, int(_DIR_ROW[d]), 0)
+        col = col + jnp.where(first == d, int(_DIR_COL[d]), 0)
     return jnp.stack([row, col])
+
+
+_DIR_ROW = np.asarray(DIR_OFFSETS, np.int32)[:, 0]
+_DIR_COL = np.asarray(DIR_OFFSETS, np.int32)[:, 1]
 
 
 def _shift(bits: Bits, d: int) -> Bits:
