@@ -80,8 +80,11 @@ def transmission_map(transmissions: Transmissions) -> jax.Array:
 
 
 def _first_at(pos: jax.Array, alive: jax.Array, cell: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """(found, earliest alive slot on ``cell`` or 0): one min over the slots, not any + argmax."""
+    n = pos.shape[0]
     match = alive & jnp.all(pos.astype(jnp.int32) == cell.astype(jnp.int32), axis=-1)
-    return jnp.any(match), jnp.argmax(match).astype(jnp.int32)
+    first = jnp.min(jnp.where(match, jnp.arange(n, dtype=jnp.int32), n))
+    return first < n, jnp.where(first < n, first, 0)
 
 
 def first_enemy_at(enemies: Enemies, cell: jax.Array) -> tuple[jax.Array, jax.Array]:
