@@ -37,10 +37,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from hackmatrix_env import programs
 from hackmatrix_env.constants import (
     GRID_CHANNELS,
     GRID_SIZE,
-    NUM_PROGRAMS,
     BlockKind,
     Content,
     EnemyKind,
@@ -119,15 +119,6 @@ def player_features(state: EnvState) -> jax.Array:
             state.calm_flag.astype(f32),
         ]
     )
-
-
-def owned_programs(state: EnvState) -> jax.Array:
-    """bool[23]: program p is in the owned list (duplicates allowed, interface §3.7)."""
-    slots = jnp.arange(state.owned_list.shape[0]) < state.num_owned.astype(jnp.int32)
-    hits = (state.owned_list[:, None].astype(jnp.int32) == jnp.arange(NUM_PROGRAMS)) & slots[
-        :, None
-    ]
-    return jnp.any(hits, axis=0)
 
 
 _NONE = np.int32(0x7FFFFFFF)  # no entry on the cell
@@ -225,7 +216,7 @@ def observe(state: EnvState) -> Observation:
     """The observation of ``state`` (interface §3), with the action mask."""
     return Observation(
         player=player_features(state),
-        programs=owned_programs(state).astype(jnp.float32),
+        programs=programs.owned_programs(state).astype(jnp.float32),
         grid=grid_features(state),
         action_mask=action_mask(state),
     )

@@ -24,6 +24,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from hackmatrix_env import pathfinding
 from hackmatrix_env.constants import (
     ATK_PLUS_USES_PER_STAGE,
     DELAY_TURNS,
@@ -146,11 +147,17 @@ def _uniform_below(bits: jax.Array, n: jax.Array) -> jax.Array:
 
 
 def owned_programs(state: EnvState) -> jax.Array:
-    """bool[23]: program k is in owned_list[:num_owned]."""
+    """bool[23]: program k is in owned_list[:num_owned] (duplicates allowed).
+
+    One OR over the list of ``1 << id`` words, then the word's bits: under vmap
+    a [list, 23] match reduced over the list cost ~20x more (0.84 ms per 4,096 rows).
+    """
     listed = jnp.arange(MAX_OWNED_LIST) < state.num_owned.astype(jnp.int32)
     ids = state.owned_list.astype(jnp.int32)
-    match = ids[None, :] == jnp.arange(NUM_PROGRAMS)[:, None]
-    return jnp.any(match & listed[None, :], axis=1)
+    ok = listed & (ids >= 0) & (ids < NUM_PROGRAMS)
+    bits = jnp.where(ok, jnp.left_shift(jnp.int32(1), jnp.clip(ids, 0, NUM_PROGRAMS - 1)), 0)
+    word = jax.lax.reduce(bits, jnp.int32(0), jax.lax.bitwise_or, (0,))
+    return (jnp.right_shift(word, jnp.arange(NUM_PROGRAMS, dtype=jnp.int32)) & 1) == 1
 
 
 def _hit_maps(state: EnvState, splash_center: jax.Array) -> jax.Array:
@@ -175,7 +182,13 @@ def _applicable(state: EnvState) -> jax.Array:
     e, t, g, pl = state.enemies, state.transmissions, state.grid, state.player
     any_enemy = jnp.any(e.alive)
     any_trans = jnp.any(t.alive)
-    maps = _hit_maps(state, pl.pos)
+    # The HIT tests of DEBUG/ROW/COL/ANTI-V as per-slot compares and a bitboard (no
+    # gather of the cell maps at the enemies' cells, unlike _hit_maps: the mask runs
+    # densely every step).
+    epos = e.pos.astype(jnp.int32)
+    block_lo, block_hi = pathfinding.bits_from_map(g.content == Content.BLOCK)
+    enemy_lo, enemy_hi = jax.vmap(pathfinding.bits_of_cell)(e.pos, e.alive)
+    on_block = ((enemy_lo & block_lo) | (enemy_hi & block_hi)) != 0
     area = _neighbourhood8_map(pl.pos)
     crash_ok = (
         jnp.any(area & (g.content == Content.BLOCK))
@@ -190,9 +203,9 @@ def _applicable(state: EnvState) -> jax.Array:
         P.WARP: any_enemy | any_trans,
         P.POLY: any_enemy,
         P.WAIT: true,
-        P.DEBUG: jnp.any(maps[HIT_ON_BLOCK]),
-        P.ROW: jnp.any(maps[HIT_ROW]),
-        P.COL: jnp.any(maps[HIT_COL]),
+        P.DEBUG: jnp.any(on_block),
+        P.ROW: jnp.any(e.alive & (epos[:, 0] == pl.pos[0])),
+        P.COL: jnp.any(e.alive & (epos[:, 1] == pl.pos[1])),
         P.UNDO: has_snapshot(state),
         P.STEP: true,
         P.SIPH_PLUS: true,
@@ -202,7 +215,7 @@ def _applicable(state: EnvState) -> jax.Array:
         P.CALM: ~state.calm_flag,
         P.D_BOM: jnp.any(e.alive & (e.kind == EnemyKind.DAEMON)),
         P.DELAY: any_trans,
-        P.ANTI_V: jnp.any(maps[HIT_VIRUS]),
+        P.ANTI_V: jnp.any(e.alive & (e.kind == EnemyKind.VIRUS)),
         P.SCORE: state.stage < NUM_STAGES,
         P.REDUC: jnp.any((g.content == Content.BLOCK) & ~g.siphoned & (g.block_spawn > 0)),
         P.ATK_PLUS: state.atk_uses < ATK_PLUS_USES_PER_STAGE,
