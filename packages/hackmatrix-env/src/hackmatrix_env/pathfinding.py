@@ -52,8 +52,9 @@ _CELL_WEIGHT = jnp.left_shift(jnp.int32(1), _CELL_BIT)  # int32[6,6]
 
 def bits_from_map(cell_map: jax.Array) -> Bits:
     """Bitboard of a bool[6,6] map."""
-    w = jnp.where(cell_map, _CELL_WEIGHT, 0)
-    return jnp.sum(w[:3]), jnp.sum(w[3:])
+    w = jnp.where(cell_map, _CELL_WEIGHT, 0).reshape(2, 3 * GRID_SIZE)
+    words = jnp.sum(w, axis=1)  # one reduction for both words
+    return words[0], words[1]
 
 
 def bits_of_cell(pos: jax.Array, valid: jax.Array | bool = True) -> Bits:
@@ -321,17 +322,27 @@ def open_board_direction_bits(player: jax.Array) -> tuple[jax.Array, ...]:
     the player, Right west of it (the player's own cell gets none). Glitches
     pass through blocks (rules §7.6), so this is their tier-2 map without a
     search (equal to the search for all 36 player cells: tests/env/test_pathfinding.py).
+    The words are shifted row masks (no reduction over the cells).
     """
     player = player.astype(jnp.int32)
-    rows, cols = _r, _c
-    same_row = rows == player[0]
-    maps = (
-        rows < player[0],
-        rows > player[0],
-        same_row & (cols > player[1]),
-        same_row & (cols < player[1]),
-    )
-    return tuple(w for m in maps for w in bits_from_map(m))
+    pr, pc = player[0], player[1]
+
+    def rows_below(n):  # (lo, hi) of the full rows 0..n-1 (0 <= n <= 6)
+        return (
+            jnp.left_shift(1, 6 * jnp.minimum(n, 3)) - 1,
+            jnp.left_shift(1, 6 * jnp.maximum(n - 3, 0)) - 1,
+        )
+
+    up = rows_below(pr)
+    down = _andnot((_WORD, _WORD), rows_below(pr + 1))
+
+    def in_player_row(row_bits):  # a 6-bit row mask placed at the player's row
+        word = jnp.left_shift(row_bits, (pr % 3) * 6)
+        return jnp.where(pr < 3, word, 0), jnp.where(pr >= 3, word, 0)
+
+    left = in_player_row(_ROW_BITS & ~(jnp.left_shift(2, pc) - 1))  # cols > pc
+    right = in_player_row(jnp.left_shift(1, pc) - 1)  # cols < pc
+    return (*up, *down, *left, *right)
 
 
 def lookup_direction(dir_bits: tuple[jax.Array, ...], pos: jax.Array) -> jax.Array:
