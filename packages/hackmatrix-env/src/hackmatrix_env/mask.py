@@ -6,13 +6,12 @@ import jax
 import jax.numpy as jnp
 
 from hackmatrix_env import programs
-from hackmatrix_env.constants import NUM_DIRECTIONS
-from hackmatrix_env.movement import can_enter_or_hit
+from hackmatrix_env.movement import direction_mask
 from hackmatrix_env.types import EnvState
 
 
 def action_mask(state: EnvState) -> jax.Array:
     """bool[28]: directions (interface §2.2) ++ siphon (§2.3) ++ programs (programs.md §2)."""
-    dirs = jax.vmap(lambda d: can_enter_or_hit(state, d))(jnp.arange(NUM_DIRECTIONS))
+    dirs = direction_mask(state)
     siphon = (state.player.siphons > 0)[None]
     return jnp.concatenate([dirs, siphon, programs.program_mask(state)])

@@ -8,7 +8,6 @@ import jax.numpy as jnp
 from hackmatrix_env.board import (
     at_cell,
     block_map,
-    enemy_occupancy_map,
     first_enemy_at,
     first_transmission_at,
     in_bounds,
@@ -21,15 +20,32 @@ from hackmatrix_env.types import EnvState
 _STEPS = jnp.arange(1, GRID_SIZE, dtype=jnp.int32)  # distances 1..5 along a line
 
 
-def can_enter_or_hit(state: EnvState, d: jax.Array) -> jax.Array:
-    """bool[]: direction ``d`` is valid in the mask (interface §2.2).
+def direction_mask(state: EnvState) -> jax.Array:
+    """bool[4]: the mask of the 4 directions (interface §2.2), in canonical order.
 
-    The adjacent cell is on the board and holds no block, or an enemy stands on it.
+    A direction is valid iff the adjacent cell is on the board and holds no
+    block, or an enemy stands on it. The 4 cells are compared with the 36 cells
+    and the 32 enemy slots (no gather of cell maps: under vmap on CPU a one-hot
+    compare of this size is cheaper, and the mask runs on every step).
     """
-    target = neighbour(state.player.pos, d)
-    blocked = at_cell(block_map(state.grid), target, False)
-    enemy = at_cell(enemy_occupancy_map(state.enemies), target, False)
-    return in_bounds(target) & (~blocked | enemy)
+    pos = state.player.pos.astype(jnp.int32)
+    offsets = jnp.asarray(DIR_OFFSETS, jnp.int32)
+    r, c = pos[0] + offsets[:, 0], pos[1] + offsets[:, 1]  # int32[4]
+    on_board = (r >= 0) & (r < GRID_SIZE) & (c >= 0) & (c < GRID_SIZE)
+    cell = jnp.where(on_board, r * GRID_SIZE + c, -1)  # int32[4]
+    block_cells = (state.grid.content == Content.BLOCK).reshape(-1)  # bool[36]
+    blocked = jnp.any(
+        (cell[:, None] == jnp.arange(GRID_SIZE * GRID_SIZE)) & block_cells[None, :], axis=1
+    )
+    e = state.enemies
+    enemy_cell = e.pos[:, 0].astype(jnp.int32) * GRID_SIZE + e.pos[:, 1].astype(jnp.int32)
+    enemy = jnp.any((cell[:, None] == enemy_cell[None, :]) & e.alive[None, :], axis=1)
+    return on_board & (~blocked | enemy)
+
+
+def can_enter_or_hit(state: EnvState, d: jax.Array) -> jax.Array:
+    """bool[]: direction ``d`` is valid in the mask (``direction_mask(state)[d]``)."""
+    return direction_mask(state)[d]
 
 
 def find_target(state: EnvState, d: jax.Array):
