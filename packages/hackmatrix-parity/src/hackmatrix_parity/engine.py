@@ -263,6 +263,13 @@ class Engine:
                 try:
                     if not lane.game.alive:
                         lane.game.restart()
+                    if self.extensions and self.command is None:
+                        # Our binary: its generator otherwise starts from a system seed
+                        # and survives setState, so Swift's draws (and the run) would
+                        # vary from run to run. A seeded reset per scenario makes them a
+                        # function of (seed, scenario index) alone. Explicit commands
+                        # (tests that pin a Swift seed with --seed) are left alone.
+                        lane.game.reset(seed=scenario_seed(self.cfg.seed, i))
                     obs = lane.game.set_state(sc)
                     valid, internal, full = self._swift_after(lane)
                 except SwiftCommandError as e:
@@ -616,6 +623,11 @@ class Engine:
                 if not self._record_diffs(sw, host.get(lane, k), full):
                     return host.full(lane, k), support
         return None, support
+
+
+def scenario_seed(seed: int, index: int) -> int:
+    """The Swift generator's seed for scenario ``index`` of a run seeded ``seed`` (< 2**63)."""
+    return (int(seed) * 1_000_003 + int(index) * 7_919 + 17) % (1 << 63)
 
 
 def random_scenarios(n: int, seed: int) -> list[dict[str, Any]]:
