@@ -136,14 +136,14 @@ def ragged_fori_loop(n: jax.Array, body, init, consts=()):
         order = jnp.concatenate(
             [order, jnp.full((chunks * size - axis_size,), axis_size, jnp.int32)]
         )
-        n_pad = jnp.concatenate([n, jnp.zeros((1,), jnp.int32)])
-        consts_pad = jax.tree.map(lambda x: jnp.concatenate([x, x[:1]]), consts)
 
         def one_group(g, result):
             rows = jax.lax.dynamic_slice(order, (g * size,), (size,))
-            n_rows = n_pad[rows]
-            take = lambda x: x[jnp.minimum(rows, axis_size - 1)]  # noqa: E731
-            consts_rows = jax.tree.map(lambda x: x[rows], consts_pad)
+            # Padding rows read the last row but loop 0 times; their scatter is dropped.
+            clamped = jnp.minimum(rows, axis_size - 1)
+            n_rows = jnp.where(rows < axis_size, n[clamped], 0)
+            take = lambda x: x[clamped]  # noqa: E731
+            consts_rows = jax.tree.map(take, consts)
 
             def step(i, carry):
                 def row(n_row, c, k):

@@ -5,9 +5,10 @@ sub-steps 0 and 1, each a fresh uniform processing order (§7.4-7.6);
 scheduled task (§7.8); owed siphon spawns (§7.9); status clearing (§7.10);
 snapshot (§7.11). The player's death is not checked here.
 
-Both sub-steps run as one loop over processing positions: the alive enemies
-of sub-step 0 in a random order, then the viruses of sub-step 1 in a fresh
-one (skipped enemies are no-ops). Sub-step 1 has no positions when no virus
+Both sub-steps run as one loop over processing positions: the ready (alive,
+not disabled, not stunned) enemies of sub-step 0 in a random order, then the
+ready viruses of sub-step 1 in a fresh one (an enemy that attacked in
+sub-step 0 is a no-op there). Sub-step 1 has no positions when no virus
 exists, so S (§7.4) needs no explicit branch. The loop is a
 ``batching.ragged_fori_loop``: under ``vmap`` each game loops only as far as
 its own enemy count, not the batch's largest. Each iteration runs at most one
@@ -204,7 +205,7 @@ def move_enemies(order_seed: jax.Array, state: EnvState) -> EnvState:
     tier2_walk = pathfinding.tier2_direction_bits(pass_walk, player)
     tier2_glitch = pathfinding.open_board_direction_bits(player)  # glitches ignore blocks
     trans_bits = _pool_bits(state.transmissions.pos, state.transmissions.alive)
-    # Sub-step 0: every alive enemy may act; sub-step 1: only viruses (speed 2).
+    # Sub-step 0: every ready enemy acts; sub-step 1: only viruses (speed 2).
     fast = e.alive & jnp.any(jnp.stack([kind == k for k in _FAST_KINDS]), axis=0)
     flags = flags | jnp.where(fast, _FAST, 0).astype(jnp.int8)
     # Only ready enemies get loop positions: a disabled or stunned enemy's turn is a
