@@ -118,3 +118,23 @@ def test_remove_slot_equals_kill_and_compact(items, idx, remove):
     for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(want), strict=True):
         np.testing.assert_array_equal(a, b)
     assert int(got.alive.sum()) == len(items) - int(remove)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.booleans(), min_size=1, max_size=96),
+    st.integers(1, 3),
+    st.sampled_from([None, 0, 1, -1]),
+    st.sampled_from(["bool", "int8", "int32"]),
+)
+def test_any_true_equals_jnp_any(bits, rows, axis, dtype):
+    """The int32 max form gives jnp.any, batched or not, for any input dtype."""
+    x = np.resize(np.asarray(bits), (rows, len(bits))).astype(dtype)
+    x[rows - 1] = 0 if rows > 1 else x[rows - 1]  # a row of zeros when there are several
+    if dtype != "bool":
+        x = x * np.where(np.arange(x.size).reshape(x.shape) % 3 == 0, -5, 7).astype(dtype)
+    ax = None if axis is None else min(axis, x.ndim - 1) if axis >= 0 else axis
+    got = np.asarray(jax.jit(lambda v: board.any_true(v, axis=ax))(x))
+    np.testing.assert_array_equal(got, np.any(x, axis=ax))
+    batched = np.asarray(jax.vmap(board.any_true)(x))
+    np.testing.assert_array_equal(batched, np.any(x, axis=1))

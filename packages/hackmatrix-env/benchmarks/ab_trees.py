@@ -12,7 +12,8 @@ steps/s (best and median), the median of the per-round time ratios B/A and the
 XLA kernel count of each. On this project's shared 2-core VM, separate
 processes differ by ±25 % from one run to the next; alternating calls in one
 process cancel most of that drift (session 9, the same tree as A and B:
-median ratio 1.007, single rounds 0.93-1.07). Compile seconds are printed but
+median ratio 1.007, single rounds 0.93-1.07). The pair's order alternates per
+round (ABBA...): with A always first, session 13's control gave 1.095. Compile seconds are printed but
 favour the second tree (JAX's caches of library jaxprs are warm by then):
 compare compile times with ``hm-bench env`` runs in separate processes.
 ``--devices N`` splits the envs of both rollouts over N CPU devices (both trees
@@ -83,7 +84,11 @@ def main(argv: list[str] | None = None) -> None:
     times = {label: [] for label in runs}
     for r in range(args.rounds):
         key = jax.random.key(2 + r)
-        for label, (compiled, obs, state) in runs.items():
+        # A first in even rounds, B first in odd ones: the first call of a pair runs
+        # measurably faster on this VM (session 13: the same tree as A and B gave a
+        # median ratio of 1.095 with A always first).
+        for label in ("A", "B") if r % 2 == 0 else ("B", "A"):
+            compiled, obs, state = runs[label]
             t0 = time.perf_counter()
             jax.block_until_ready(compiled(obs, state, key))
             times[label].append(time.perf_counter() - t0)
@@ -94,8 +99,11 @@ def main(argv: list[str] | None = None) -> None:
             f"{label}: best {per_call / t.min():,.0f} steps/s, median {per_call / np.median(t):,.0f}"
         )
     ratio = np.asarray(times["B"]) / np.asarray(times["A"])
+    # The geometric mean over the alternating rounds cancels a first-call bias that
+    # the median of a bimodal set of ratios does not.
     print(
-        f"time B/A per round: median {np.median(ratio):.3f} (min {ratio.min():.3f}, max {ratio.max():.3f})"
+        f"time B/A per round: geometric mean {np.exp(np.mean(np.log(ratio))):.3f}, "
+        f"median {np.median(ratio):.3f} (min {ratio.min():.3f}, max {ratio.max():.3f})"
     )
 
 

@@ -25,6 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from hackmatrix_env import pathfinding
+from hackmatrix_env.board import any_true
 from hackmatrix_env.constants import (
     ATK_PLUS_USES_PER_STAGE,
     DELAY_TURNS,
@@ -213,9 +214,9 @@ def _applicable(state: EnvState) -> jax.Array:
         P.SHOW: ~state.show_flag,
         P.RESET: pl.hp < MAX_HP,
         P.CALM: ~state.calm_flag,
-        P.D_BOM: jnp.any(e.alive & (e.kind == EnemyKind.DAEMON)),
+        P.D_BOM: any_true(e.alive & (e.kind == EnemyKind.DAEMON)),
         P.DELAY: any_trans,
-        P.ANTI_V: jnp.any(e.alive & (e.kind == EnemyKind.VIRUS)),
+        P.ANTI_V: any_true(e.alive & (e.kind == EnemyKind.VIRUS)),
         P.SCORE: state.stage < NUM_STAGES,
         P.REDUC: jnp.any((g.content == Content.BLOCK) & ~g.siphoned & (g.block_spawn > 0)),
         P.ATK_PLUS: state.atk_uses < ATK_PLUS_USES_PER_STAGE,
