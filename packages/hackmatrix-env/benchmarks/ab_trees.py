@@ -8,12 +8,14 @@ Imports the package from each ``src`` directory in turn (the module cache is
 cleared between them), compiles ``hm-bench``'s rollout (``jit(scan(vmap(env.step)))``,
 auto-reset, uniform masked policy) for each, then times the compiled rollouts
 alternately, ``--rounds`` calls each with the same fresh key per round. Prints
-steps/s (best and median), the median of the per-round time ratios B/A and the
+steps/s (best and median), the geometric mean and median of the per-round time
+ratios B/A and the
 XLA kernel count of each. On this project's shared 2-core VM, separate
 processes differ by ±25 % from one run to the next; alternating calls in one
 process cancel most of that drift (session 9, the same tree as A and B:
 median ratio 1.007, single rounds 0.93-1.07). The pair's order alternates per
-round (ABBA...): with A always first, session 13's control gave 1.095. Compile seconds are printed but
+round (ABBA...): with A always first, session 13's control gave 1.095; read the
+geometric mean, and |ratio - 1| < 0.05 as noise. Compile seconds are printed but
 favour the second tree (JAX's caches of library jaxprs are warm by then):
 compare compile times with ``hm-bench env`` runs in separate processes.
 ``--devices N`` splits the envs of both rollouts over N CPU devices (both trees
