@@ -9,8 +9,7 @@ cleared between them), compiles ``hm-bench``'s rollout (``jit(scan(vmap(env.step
 auto-reset, uniform masked policy) for each, then times the compiled rollouts
 alternately, ``--rounds`` calls each with the same fresh key per round. Prints
 steps/s (best and median), the geometric mean and median of the per-round time
-ratios B/A and the
-XLA kernel count of each. On this project's shared 2-core VM, separate
+ratios B/A and the XLA kernel count of each. On this project's shared 2-core VM, separate
 processes differ by ±25 % from one run to the next; alternating calls in one
 process cancel most of that drift (session 9, the same tree as A and B:
 median ratio 1.007, single rounds 0.93-1.07). The pair's order alternates per
