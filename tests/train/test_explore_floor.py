@@ -104,13 +104,30 @@ def test_floor_holds_an_action_the_loss_pushes_out():
 
 
 def test_floor_schedule():
-    off = TrainConfig()
+    off = TrainConfig(explore_floor=0.0, explore_floor_end=None)
     assert explore_floor(off, 10, jnp.int32(3)) is None
-    const = TrainConfig(explore_floor=0.02)
+    const = TrainConfig(explore_floor=0.02, explore_floor_end=None, explore_floor_start=0.0)
     assert float(explore_floor(const, 10, jnp.int32(7))) == pytest.approx(0.02)
-    ramp = TrainConfig(explore_floor=0.02, explore_floor_end=0.0)
+    ramp = TrainConfig(explore_floor=0.02, explore_floor_end=0.0, explore_floor_start=0.0)
     assert float(explore_floor(ramp, 10, jnp.int32(5))) == pytest.approx(0.01)
     assert float(explore_floor(ramp, 10, jnp.int32(10))) == pytest.approx(0.0)
+
+
+def test_floor_starts_after_its_fraction_of_the_run_then_anneals_over_the_rest():
+    cfg = TrainConfig(explore_floor=0.02, explore_floor_end=0.0, explore_floor_start=0.6)
+    values = [float(explore_floor(cfg, 10, jnp.int32(u))) for u in range(11)]
+    assert values[:6] == [0.0] * 6  # updates 0..5: off
+    assert values[6] == pytest.approx(0.02)  # switched on at 60 % of the run
+    assert values[8] == pytest.approx(0.01)  # halfway through the remaining 4 updates
+    assert values[10] == pytest.approx(0.0)
+
+
+def test_a_zero_floor_adds_no_loss_and_no_gradient():
+    logits = jnp.array([[0.0, -50.0, 3.0] + [-80.0] * 25])
+    mask = jnp.ones((1, 28), bool)
+    grad = jax.grad(lambda lg: floor_penalty(lg, mask, jnp.float32(0.0)))(logits)
+    assert float(floor_penalty(logits, mask, jnp.float32(0.0))) == 0.0
+    assert not np.any(np.asarray(grad)) and np.all(np.isfinite(np.asarray(grad)))
 
 
 @pytest.mark.parametrize(
@@ -119,7 +136,8 @@ def test_floor_schedule():
         ({"explore_floor": 1.0}, "--explore-floor"),
         ({"explore_floor": -0.1}, "--explore-floor"),
         ({"explore_floor": 0.02, "explore_floor_end": 1.5}, "--explore-floor-end"),
-        ({"explore_floor_end": 0.01}, "needs --explore-floor"),
+        ({"explore_floor": 0.0, "explore_floor_end": 0.01}, "needs --explore-floor"),
+        ({"explore_floor_start": 1.0}, "--explore-floor-start"),
         ({"explore_floor": 0.02, "explore_coef": -1.0}, "--explore-coef"),
     ],
 )

@@ -73,3 +73,59 @@ def test_two_device_data_parallel():
     assert m["train/num_episodes"] >= 16 * 8 * 3 / 4
     assert 1.0 <= m["train/episode_length"] <= 4.0
     assert all(v == v for v in m.values())  # no NaN
+
+
+SAME_STEP_SCRIPT = textwrap.dedent(
+    """
+    import json
+    from functools import partial
+    import jax, jax.numpy as jnp, numpy as np
+    from jax.sharding import Mesh, PartitionSpec as P
+    from hackmatrix_env import HackMatrix
+    from hackmatrix_train.config import TrainConfig, apply_preset
+    from hackmatrix_train.network import make_network
+    from hackmatrix_train.ppo import make_optimizer, minibatch_step
+    from hackmatrix_train.rollout import Transition
+
+    assert jax.device_count() == 2, jax.devices()
+    cfg = apply_preset(TrainConfig(hidden_dim=16, num_layers=1), "default")  # grid net, floor on
+    env, n = HackMatrix(), 16
+    reset = jax.jit(jax.vmap(env.reset, in_axes=(0, None)))
+    obs, _ = reset(jax.random.split(jax.random.key(1), n), env.default_params)
+    net = make_network(cfg.network, 28, cfg.hidden_dim, cfg.num_layers)
+    params = net.init(jax.random.key(2), jax.tree.map(lambda x: x[:1], obs))
+    tx = make_optimizer(cfg, 10)
+    opt = tx.init(params)
+    k = jax.random.split(jax.random.key(3), 5)
+    action = jax.random.categorical(k[0], jnp.where(obs.action_mask, 0.0, -1e9)).astype(jnp.int32)
+    zeros = jnp.zeros(n)
+    batch = Transition(obs, action, jax.random.normal(k[1], (n,)) - 2.0,
+                       jax.random.normal(k[2], (n,)), zeros, zeros > 0, zeros > 0, zeros)
+    mb = (batch, 3.0 + 2.0 * jax.random.normal(k[3], (n,)), jax.random.normal(k[4], (n,)))
+    step = partial(minibatch_step, apply_fn=net.apply, tx=tx, cfg=cfg,
+                   ent_coef=jnp.float32(0.02), floor=jnp.float32(0.01))
+    one, _, _ = jax.jit(step)(params, opt, mb)
+    mesh = Mesh(np.array(jax.devices()), ("d",))
+    sharded = jax.shard_map(lambda p, o, m: step(p, o, m, axis_name="d")[0], mesh=mesh,
+                            in_specs=(P(), P(), P("d")), out_specs=P(), check_vma=False)
+    two = jax.jit(sharded)(params, opt, mb)
+    diff = max(float(jnp.abs(a - b).max()) for a, b in zip(jax.tree.leaves(one), jax.tree.leaves(two)))
+    moved = max(float(jnp.abs(a - b).max()) for a, b in zip(jax.tree.leaves(one), jax.tree.leaves(params)))
+    print(json.dumps({"diff": diff, "moved": moved}))
+    """
+)
+
+
+def test_two_device_minibatch_step_equals_one_device_step_on_the_same_batch():
+    """Advantages normalised over the whole minibatch and gradients averaged: same update."""
+    env = dict(os.environ)
+    env["XLA_FLAGS"] = env.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=2"
+    env["JAX_PLATFORMS"] = "cpu"
+    proc = subprocess.run(
+        [sys.executable, "-c", SAME_STEP_SCRIPT], env=env, capture_output=True, text=True,
+        timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["moved"] > 1e-4  # the step changed the params (Adam: ~lr per coordinate)
+    assert out["diff"] < 1e-6 * max(1.0, out["moved"] * 100)

@@ -16,16 +16,24 @@ import time
 from pathlib import Path
 
 from hackmatrix_train import compile_cache
-from hackmatrix_train.config import NETWORKS, TrainConfig, describe_plan, plan
+from hackmatrix_train.config import (
+    DEFAULT_PRESET,
+    NETWORKS,
+    PRESETS,
+    TrainConfig,
+    apply_preset,
+    describe_plan,
+    plan,
+)
 
 # Flags of hm-train that are not TrainConfig fields (process set-up, not the experiment).
-NON_CONFIG_ARGS = frozenset({"distributed"}) | compile_cache.ARG_NAMES
+NON_CONFIG_ARGS = frozenset({"distributed", "preset", "cpu_devices"}) | compile_cache.ARG_NAMES
 
 # Flags that may differ from the checkpoint's config on --resume (they change no state shape).
 RESUME_MUTABLE = {
     "total_timesteps", "log_interval", "no_wandb", "project", "entity", "save_interval",
     "save_interval_minutes", "checkpoint_dir", "keep_checkpoints", "no_artifact", "resume",
-    "rewind", "run_suffix", "auto_tune",
+    "rewind", "run_suffix", "auto_tune", "final_eval_episodes", "final_eval_seed",
 }  # fmt: skip
 
 
@@ -45,7 +53,7 @@ def parse_count(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    d = TrainConfig()
+    d = apply_preset(TrainConfig(), DEFAULT_PRESET)
     p = argparse.ArgumentParser(
         prog="hm-train",
         description="Masked-categorical PPO on HackMatrix (PureJaxRL style, whole update jitted).",
@@ -80,6 +88,10 @@ def build_parser() -> argparse.ArgumentParser:
         "wherever they are valid (0 = off; specs/train.md §5)",
     )
     add("--explore-floor-end", type=float, help="anneal the floor linearly to this")
+    add(
+        "--explore-floor-start",
+        help="fraction of the run before the floor switches on (then annealed over the rest)",
+    )
     add("--explore-coef", help="weight of the exploration-floor penalty")
     add("--reward-scale", help="multiply rewards by this inside the loss")
     add("--network", choices=NETWORKS, help="mlp (flattened obs) or grid (conv over 6x6 cells)")
@@ -126,6 +138,25 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add("--seed")
     add("--auto-tune", action="store_true", help="pick num_envs for the hardware")
+    add(
+        "--final-eval-episodes",
+        help="greedy episodes from stage 1 evaluated at the end of the run (0 = skip)",
+    )
+    add("--final-eval-seed", help="key of the end-of-run evaluation (fixed: runs compare)")
+    p.add_argument(
+        "--preset",
+        choices=sorted(PRESETS),
+        default=DEFAULT_PRESET,
+        help="named defaults: 'default' is the single-run recipe (specs/train.md §10), "
+        "'reference' the earlier trainer's plain PPO; explicit flags override either",
+    )
+    p.add_argument(
+        "--cpu-devices",
+        type=int,
+        default=None,
+        help="on CPU, JAX devices to split envs and minibatches over (default: one per usable "
+        "core; 1 = a single device)",
+    )
     p.add_argument(
         "--distributed",
         action="store_true",
@@ -147,9 +178,13 @@ def default_run_name(cfg: TrainConfig) -> str:
 
 
 def config_from_args(args: argparse.Namespace) -> tuple[TrainConfig, frozenset[str]]:
+    """The config of the given flags over the chosen preset; ``explicit`` names the flags given."""
     ns = {k: v for k, v in vars(args).items() if k not in NON_CONFIG_ARGS}
     explicit = frozenset(ns)
-    return TrainConfig(**ns), explicit
+    cfg = apply_preset(TrainConfig(**ns), getattr(args, "preset", DEFAULT_PRESET), explicit)
+    if cfg.explore_floor == 0 and "explore_floor_end" not in explicit:
+        cfg = cfg.replace(explore_floor_end=None)  # --explore-floor 0 turns the floor off
+    return cfg, explicit
 
 
 def _merge_resume(saved: TrainConfig, given: TrainConfig, explicit: frozenset[str]) -> TrainConfig:
@@ -263,6 +298,7 @@ def run(cfg: TrainConfig, explicit=frozenset(), env=None, env_params=None, out=p
     last_saved_update = update if resume_path is not None else -1
     metrics: dict = {}
     interrupted = False
+    first_chunk = True
     try:
         while update < num_updates:
             n = min(cfg.log_interval, num_updates - update)
@@ -277,6 +313,9 @@ def run(cfg: TrainConfig, explicit=frozenset(), env=None, env_params=None, out=p
             metrics["train/steps_per_second"] = sps
             metrics["train/env_steps"] = float(update * batch)
             eta = clock.eta((num_updates - update) * batch)
+            if first_chunk:
+                out(describe_budget(num_updates * batch, update * batch, sps, eta))
+                first_chunk = False
             out(format_progress(update, num_updates, update * batch, sps, eta, metrics))
             logger.log(metrics, step=update * batch)
             due_updates = bool(cfg.save_interval) and update % cfg.save_interval == 0
@@ -293,6 +332,13 @@ def run(cfg: TrainConfig, explicit=frozenset(), env=None, env_params=None, out=p
         last_saved_update = update
     if path is not None and not interrupted and not cfg.no_artifact:
         logger.log_artifact(str(run_dir / "params.msgpack"), f"{run_name}-params")
+    final_eval = None
+    if not interrupted and update == num_updates and cfg.final_eval_episodes > 0:
+        final_eval = final_evaluation(trainer, runner.params, cfg, run_dir, out)
+        logger.log(
+            {f"final_eval/{k}": v for k, v in final_eval.items() if isinstance(v, int | float)},
+            step=update * batch,
+        )
     logger.finish()
     return {
         "run_dir": str(run_dir),
@@ -303,19 +349,70 @@ def run(cfg: TrainConfig, explicit=frozenset(), env=None, env_params=None, out=p
         "steps_per_second": clock.steps / clock.train_seconds if clock.train_seconds else math.nan,
         "metrics": metrics,
         "interrupted": interrupted,
+        "final_eval": final_eval,
         "runner": runner,
         "config": cfg,
     }
 
 
+def describe_budget(total_steps: int, done_steps: int, sps: float, eta_s: float) -> str:
+    """The plan's budget line once the first chunk has measured the speed."""
+    end = time.strftime("%H:%M", time.localtime(time.time() + eta_s)) if eta_s == eta_s else "?"
+    return (
+        f"budget: {total_steps:,} env steps; {done_steps:,} done at {sps:,.0f} steps/s: "
+        f"about {eta_s / 60:.0f} min more (ETA {end}), then the final evaluation"
+    )
+
+
+def final_evaluation(trainer, params, cfg: TrainConfig, run_dir: Path, out=print) -> dict:
+    """Greedy episodes from stage 1 with a fixed key: printed, written to ``eval_final.json``.
+
+    Every run ends with this evaluation (``--final-eval-episodes``, ``--final-eval-seed``), so
+    runs compare on the canonical return of the real game: no curriculum, no start kit, no
+    shaping (the trainer's extra loss terms never enter an evaluation).
+    """
+    import jax
+
+    from hackmatrix_train.evaluate import evaluate_params, format_table
+
+    env = getattr(trainer.env, "unwrapped", trainer.env)  # curriculum/kit wrappers train only
+    env_params = trainer.env_params
+    if hasattr(env_params, "start_stage"):
+        env_params = env_params.replace(start_stage=1)
+    out(f"final evaluation: {cfg.final_eval_episodes} greedy episodes from stage 1 ...")
+    summary = evaluate_params(
+        env, env_params, trainer.network.apply, jax.device_get(params), cfg.final_eval_episodes,
+        cfg.final_eval_seed, greedy=True, program_names=trainer.program_names,
+    )  # fmt: skip
+    summary["env_steps"] = cfg.num_updates * cfg.batch_size
+    out(format_table(summary, f"final evaluation ({summary['episodes']} greedy episodes)"))
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "eval_final.json").write_text(json.dumps(summary, indent=1))
+    out(f"wrote {run_dir / 'eval_final.json'}")
+    return summary
+
+
+def cpu_device_count(cfg: TrainConfig, cores: int) -> int:
+    """The most CPU devices, at most ``cores``, that split the envs and minibatches evenly."""
+    for n in range(max(cores, 1), 0, -1):
+        if cfg.num_envs % n == 0 and (cfg.batch_size // n) % cfg.num_minibatches == 0:
+            return n
+    return 1
+
+
 def train_main(argv=None) -> int:
     args = build_parser().parse_args(argv)
+    cfg, explicit = config_from_args(args)
+    if not args.distributed:
+        from hackmatrix_env.devices import usable_cores, use_cpu_cores
+
+        # one JAX device per core, set before anything starts a backend (specs/train.md §9)
+        use_cpu_cores(args.cpu_devices or cpu_device_count(cfg, usable_cores()))
     if args.distributed:
         import jax
 
         jax.distributed.initialize()
     compile_cache.enable_from_args(args)
-    cfg, explicit = config_from_args(args)
     result = run(cfg, explicit)
     return 130 if result["interrupted"] else 0
 

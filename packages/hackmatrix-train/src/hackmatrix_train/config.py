@@ -1,4 +1,7 @@
-"""Training configuration: a frozen dataclass whose defaults are the CLI defaults, plus ``plan``.
+"""Training configuration: a frozen dataclass, the CLI's named presets, plus ``plan``.
+
+``hm-train``'s defaults are ``TrainConfig``'s field defaults overridden by ``PRESETS["default"]``
+(``--preset`` picks another); library users building a ``TrainConfig`` get plain PPO.
 
 ``plan`` is pure: it turns a user config (and the set of flags given explicitly) into the config
 actually trained, with the auto-scaling of minibatches/epochs for large batches (specs/train.md §5).
@@ -16,10 +19,36 @@ TARGET_MINIBATCH = 8192  # auto-scaling keeps num_envs * num_steps / num_minibat
 MIN_EPOCHS = 2  # auto-scaling never lowers update_epochs below this
 NETWORKS = ("mlp", "grid")
 
+# Named presets: values that replace the field defaults for every flag not given explicitly.
+# The field defaults of ``TrainConfig`` are plain PPO (any gymnax env, the configuration of the
+# earlier trainer); ``hm-train`` applies the preset "default", the single-run recipe of
+# specs/train.md §10 (grid encoder, annealed entropy, the exploration floor switched on once
+# movement is learned), sized to finish within an hour on a 2-core CPU. "reference" keeps the
+# earlier trainer's configuration reachable for comparisons.
+PRESETS: dict[str, dict] = {
+    "default": {
+        "network": "grid",
+        "num_steps": 32,
+        "total_timesteps": 12_000_000,
+        "lr": 5e-4,
+        "ent_coef": 0.02,
+        "ent_coef_end": 0.002,
+        "explore_floor": 0.01,
+        "explore_floor_end": 0.001,
+        "explore_floor_start": 0.6,
+    },
+    "reference": {},
+}
+DEFAULT_PRESET = "default"
+
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """Every hyperparameter of a run. Field names are the CLI flags with ``-`` -> ``_``."""
+    """Every hyperparameter of a run. Field names are the CLI flags with ``-`` -> ``_``.
+
+    The field defaults are plain PPO, valid for any gymnax env; ``hm-train`` starts from
+    ``PRESETS[DEFAULT_PRESET]`` on top of them.
+    """
 
     # rollout / batch
     num_envs: int = 256
@@ -41,6 +70,10 @@ class TrainConfig:
     # (ppo.floor_penalty): 0 = off; else a penalty keeps each group's probability >= this
     explore_floor: float = 0.0
     explore_floor_end: float | None = None  # None: constant; else linear from explore_floor
+    # fraction of the run before the floor switches on: movement is learned first, then the
+    # floor (annealed from explore_floor to explore_floor_end over the rest) adds siphons and
+    # programs (specs/train.md §5)
+    explore_floor_start: float = 0.0
     explore_coef: float = 0.1  # weight of the floor penalty in the loss
     reward_scale: float = 1.0  # rewards are multiplied by this inside the loss only
     # network
@@ -76,6 +109,9 @@ class TrainConfig:
     no_artifact: bool = False
     seed: int = 0
     auto_tune: bool = False
+    # end-of-run evaluation (evaluate.py): greedy episodes from stage 1 with a fixed key
+    final_eval_episodes: int = 256
+    final_eval_seed: int = 0
     # bookkeeping of the plan (not flags)
     notes: tuple[str, ...] = field(default=(), compare=False)
 
@@ -155,6 +191,13 @@ def validate(cfg: TrainConfig, num_devices: int = 1) -> None:
         value = getattr(cfg, name)
         if value is not None and not 0.0 <= value < 1.0:
             raise ValueError(f"--{name.replace('_', '-')} must lie in [0, 1), got {value}")
+    if not 0.0 <= cfg.explore_floor_start < 1.0:
+        raise ValueError(
+            f"--explore-floor-start must lie in [0, 1) (a fraction of the run), "
+            f"got {cfg.explore_floor_start}"
+        )
+    if cfg.final_eval_episodes < 0:
+        raise ValueError(f"--final-eval-episodes must be >= 0, got {cfg.final_eval_episodes}")
     if cfg.explore_coef < 0:
         raise ValueError(f"--explore-coef must be >= 0, got {cfg.explore_coef}")
     if cfg.explore_floor_end is not None and cfg.explore_floor == 0:
@@ -177,6 +220,15 @@ def validate(cfg: TrainConfig, num_devices: int = 1) -> None:
             f"--start-stage-max must be in --start-stage ({cfg.start_stage})..8, "
             f"got {cfg.start_stage_max}"
         )
+
+
+def apply_preset(
+    cfg: TrainConfig, name: str, explicit: frozenset[str] = frozenset()
+) -> TrainConfig:
+    """``cfg`` with preset ``name``'s values for every field not in ``explicit`` (dest names)."""
+    if name not in PRESETS:
+        raise ValueError(f"unknown preset {name!r}; choose from {sorted(PRESETS)}")
+    return cfg.replace(**{k: v for k, v in PRESETS[name].items() if k not in explicit})
 
 
 def plan(

@@ -3,6 +3,12 @@
 Each of the N envs plays exactly its first episode (the gymnax auto-reset afterwards is ignored).
 The scan runs ``max_steps_in_episode`` steps, so every episode ends by termination or truncation.
 ``random_policy`` evaluates a uniform policy over valid actions (the masked random baseline).
+
+Stage completions are split by how they happen: by reaching the exit of the current board, or
+through the cross-stage UNDO quirk (rules §11.4): an UNDO right after a stage change restores the
+previous stage's board, whose exit *cell* is no longer at ``exit_pos``, and walking onto that old
+exit completes the new stage again. A completion from a board whose exit cell is not at
+``exit_pos`` is counted as a quirk completion, so progress from farming it stays visible.
 """
 
 from __future__ import annotations
@@ -10,9 +16,24 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
+from hackmatrix_env.constants import Action, Content
 
 from hackmatrix_train.network import masked_categorical
 from hackmatrix_train.rollout import STAGE_COMPONENT, VICTORY_COMPONENT
+
+
+def on_restored_board(state) -> jax.Array:
+    """bool[N]: the board's exit cell is not at ``exit_pos`` (an UNDO across a stage change).
+
+    In ordinary play the exit cell and ``exit_pos`` agree; they differ only on a board restored
+    by the cross-stage UNDO quirk (rules §11.4). Envs without these fields give all False.
+    """
+    grid, exit_pos = getattr(state, "grid", None), getattr(state, "exit_pos", None)
+    if grid is None or exit_pos is None:
+        return jnp.zeros(jax.tree.leaves(state)[0].shape[:1], bool)
+    rows = jnp.arange(exit_pos.shape[0])
+    cell = grid.content[rows, exit_pos[:, 0], exit_pos[:, 1]]
+    return cell != Content.EXIT
 
 
 def make_evaluate(env, env_params, apply_fn, num_episodes: int, max_steps: int, greedy: bool):
@@ -49,6 +70,8 @@ def make_evaluate(env, env_params, apply_fn, num_episodes: int, max_steps: int, 
             "stage": stage0,
             "won": jnp.zeros(n, bool),
             "actions": jnp.zeros((n, num_actions), jnp.int32),
+            "exit_completions": jnp.zeros(n, jnp.int32),
+            "quirk_completions": jnp.zeros(n, jnp.int32),
         }
 
         def body(c, key):
@@ -56,6 +79,7 @@ def make_evaluate(env, env_params, apply_fn, num_episodes: int, max_steps: int, 
             k_pol, k_env = jax.random.split(key)
             action = policy(params, obs, k_pol)
             stage_before = getattr(state, "stage", jnp.zeros(n, jnp.int8)).astype(jnp.int32)
+            restored = on_restored_board(state)
             obs, state, reward, term, trunc, info = step_fn(
                 jax.random.split(k_env, n), state, action, env_params
             )
@@ -68,6 +92,7 @@ def make_evaluate(env, env_params, apply_fn, num_episodes: int, max_steps: int, 
                 won = jnp.zeros(n, bool)
                 completed = jnp.zeros(n, bool)
             reached = jnp.minimum(stage_before + completed.astype(jnp.int32), 8)
+            finished = alive & (completed | won)  # every stage completion, victory included
             acc = {
                 "alive": alive & ~(term | trunc),
                 "ret": acc["ret"] + jnp.where(alive, reward, 0.0),
@@ -78,6 +103,8 @@ def make_evaluate(env, env_params, apply_fn, num_episodes: int, max_steps: int, 
                 + jnp.where(
                     alive[:, None], jax.nn.one_hot(action, num_actions, dtype=jnp.int32), 0
                 ),
+                "exit_completions": acc["exit_completions"] + (finished & ~restored),
+                "quirk_completions": acc["quirk_completions"] + (finished & restored),
             }
             return (obs, state, acc), None
 
@@ -109,7 +136,11 @@ def summarize(result: dict, program_names=()) -> dict:
         },
         "stage_mean": float(r["stage"].mean()),
         "stage_3plus_frac": float((r["stage"] >= 3).mean()),
+        "stage_5plus_frac": float((r["stage"] >= 5).mean()),
     }
+    if "exit_completions" in r:
+        out["stage_completions_by_exit"] = int(r["exit_completions"].sum())
+        out["stage_completions_by_undo_quirk"] = int(r["quirk_completions"].sum())
     if actions.shape[1] == 28:
         out["move_frac"] = float(actions[:, :4].sum() / total)
         out["siphon_frac"] = float(actions[:, 4].sum() / total)
@@ -118,7 +149,27 @@ def summarize(result: dict, program_names=()) -> dict:
         out["programs_per_episode"] = float(actions[:, 5:].sum() / n)
         names = program_names or [f"p{i}" for i in range(23)]
         out["program_use"] = {name: int(actions[:, 5 + i].sum()) for i, name in enumerate(names)}
+        others = np.delete(actions[:, 5:], int(Action.UNDO) - int(Action.PUSH), axis=1)
+        out["non_undo_programs_per_episode"] = float(others.sum() / n)
+        out["distinct_programs_used"] = int((actions[:, 5:].sum(axis=0) > 0).sum())
     return out
+
+
+def evaluate_params(
+    env, env_params, apply_fn, params, episodes: int, seed: int, greedy: bool = True,
+    program_names=(),
+) -> dict:  # fmt: skip
+    """Summary of ``episodes`` whole episodes of ``apply_fn(params)`` from a fixed key ``seed``.
+
+    The end-of-run evaluation of ``hm-train``: evaluate at stage 1 by passing ``env_params``
+    with ``start_stage=1``. Episodes run to termination or ``max_steps_in_episode``.
+    """
+    max_steps = int(env_params.max_steps_in_episode)
+    run = make_evaluate(env, env_params, apply_fn, episodes, max_steps, greedy)
+    summary = summarize(jax.device_get(run(params, jax.random.key(seed))), program_names)
+    summary["policy"] = "greedy" if greedy else "sampled"
+    summary["eval_seed"] = seed
+    return summary
 
 
 def format_table(summary: dict, title: str = "evaluation") -> str:
@@ -129,6 +180,11 @@ def format_table(summary: dict, title: str = "evaluation") -> str:
     lines.append("stage distribution:")
     for s, c in summary["stage_distribution"].items():
         lines.append(f"  stage {s:>2}: {c}")
+    if "stage_completions_by_exit" in summary:
+        lines.append(
+            f"stage completions: {summary['stage_completions_by_exit']} by the exit, "
+            f"{summary['stage_completions_by_undo_quirk']} through the UNDO quirk (rules §11.4)"
+        )
     if "program_use" in summary:
         used = {k: v for k, v in summary["program_use"].items() if v}
         lines.append("program use: " + (", ".join(f"{k}={v}" for k, v in used.items()) or "none"))

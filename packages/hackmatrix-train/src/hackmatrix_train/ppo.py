@@ -52,9 +52,9 @@ def floor_penalty(logits, mask, floor, groups=EXPLORE_GROUPS) -> jax.Array:
     ``pi(g)`` is the masked policy's probability of taking any action of group ``g``. Unlike an
     entropy bonus, whose gradient on a logit vanishes with the action's probability, this
     penalty pushes a group's log-probability up with unit slope while it is below the floor, so
-    an action the policy has unlearned is still sampled at rate ``floor`` (specs/train.md §10,
-    session 7). It is a term of the loss only: the policy sampled and the importance ratio are
-    those of the network, so PPO stays on-policy.
+    an action the policy has unlearned is still sampled at rate ``floor`` (specs/train.md §10).
+    It is a term of the loss only: the policy sampled and the importance ratio are those of the
+    network, so PPO stays on-policy. A floor of 0 gives 0 (no group is below it).
     """
     neg = jnp.finfo(logits.dtype).min
     log_z = jax.nn.logsumexp(jnp.where(mask, logits, neg), axis=-1)
@@ -63,25 +63,41 @@ def floor_penalty(logits, mask, floor, groups=EXPLORE_GROUPS) -> jax.Array:
         idx = jnp.asarray(group)
         g_mask = mask[..., idx]
         log_q = jax.nn.logsumexp(jnp.where(g_mask, logits[..., idx], neg), axis=-1) - log_z
-        short = jax.nn.relu(jnp.log(floor) - log_q)
+        short = jax.nn.relu(jnp.log(jnp.maximum(floor, 1e-30)) - log_q)
         total = total + jnp.where(g_mask.any(axis=-1), short, 0.0)
     return total.mean()
 
 
+def normalize_advantages(adv: jax.Array, axis_name=None) -> jax.Array:
+    """``(adv - mean) / (std + 1e-8)`` over the whole minibatch, across devices when sharded.
+
+    With ``axis_name`` each device holds an equal slice of the minibatch; the mean and variance
+    are averaged over the mesh axis, so a data-parallel update normalises exactly like one device
+    holding the whole minibatch (tests/train/test_multidevice.py).
+    """
+    if axis_name is None:
+        return (adv - adv.mean()) / (adv.std() + 1e-8)
+    mean = jax.lax.pmean(adv.mean(), axis_name)
+    var = jax.lax.pmean(jnp.mean(jnp.square(adv - mean)), axis_name)
+    return (adv - mean) / (jnp.sqrt(var) + 1e-8)
+
+
 def ppo_loss(
     params, apply_fn, batch: Transition, adv, targets, clip_eps, vf_coef, ent_coef,
-    explore_floor=None, explore_coef=0.0,
+    explore_floor=None, explore_coef=0.0, axis_name=None,
 ):  # fmt: skip
     """Clipped PPO objective with clipped value loss and entropy over valid actions.
 
     ``explore_floor`` (None = off, a static choice) adds ``explore_coef * floor_penalty``.
+    Every term is a mean over the minibatch, so under ``shard_map`` the mean of the devices'
+    gradients is the gradient of the whole minibatch.
     """
     logits, value = apply_fn(params, batch.obs)
     pi = masked_categorical(logits, batch.obs.action_mask)
     log_prob = pi.log_prob(batch.action)
     log_ratio = log_prob - batch.log_prob
     ratio = jnp.exp(log_ratio)
-    adv_n = (adv - adv.mean()) / (adv.std() + 1e-8)
+    adv_n = normalize_advantages(adv, axis_name)
     pg_loss = -jnp.minimum(
         ratio * adv_n, jnp.clip(ratio, 1 - clip_eps, 1 + clip_eps) * adv_n
     ).mean()
@@ -145,10 +161,17 @@ def entropy_coef(cfg, num_updates: int, update: jax.Array) -> jax.Array:
 
 
 def explore_floor(cfg, num_updates: int, update: jax.Array) -> jax.Array | None:
-    """The exploration floor this update: None when off, else linear like the entropy coef."""
+    """The exploration floor this update: None when off (a static choice), else its value.
+
+    The floor is 0 before ``explore_floor_start`` (a fraction of the run), then linear from
+    ``explore_floor`` to ``explore_floor_end`` over the rest of the run (constant if end is None).
+    """
     if cfg.explore_floor == 0:
         return None
-    return _linear(cfg.explore_floor, cfg.explore_floor_end, num_updates, update)
+    start = round(cfg.explore_floor_start * num_updates)
+    span = max(num_updates - start, 1)
+    later = _linear(cfg.explore_floor, cfg.explore_floor_end, span, update - start)
+    return jnp.where(update >= start, later, jnp.float32(0.0))
 
 
 def _pmean(x, axis_name):
@@ -157,6 +180,26 @@ def _pmean(x, axis_name):
 
 def _psum(x, axis_name):
     return x if axis_name is None else jax.lax.psum(x, axis_name)
+
+
+def minibatch_step(
+    params, opt_state, mb, *, apply_fn, tx, cfg, ent_coef, floor, axis_name=None
+):  # fmt: skip
+    """One gradient step on a minibatch ``(transitions, advantages, targets)``.
+
+    Under ``shard_map`` each device holds an equal slice of the minibatch; advantages are
+    normalised over the whole minibatch and the gradients averaged over ``axis_name``, so the
+    step equals the single-device step on the gathered minibatch (to float rounding).
+    A floor of 0 (before ``explore_floor_start``) adds exactly nothing to the loss.
+    """
+    t, a, tg = mb
+    grads, aux = jax.grad(ppo_loss, has_aux=True)(
+        params, apply_fn, t, a, tg, cfg.clip_eps, cfg.vf_coef, ent_coef,
+        floor, cfg.explore_coef * (floor > 0) if floor is not None else 0.0, axis_name,
+    )  # fmt: skip
+    grads = _pmean(grads, axis_name)
+    updates, opt_state = tx.update(grads, opt_state, params)
+    return optax.apply_updates(params, updates), opt_state, aux
 
 
 def make_update(cfg, apply_fn, tx, env, env_params, num_updates: int, axis_name=None):
@@ -178,15 +221,11 @@ def make_update(cfg, apply_fn, tx, env, env_params, num_updates: int, axis_name=
         batch_size = adv.size
 
         def grad_step(carry, mb):
-            params, opt_state = carry
-            t, a, tg = mb
-            grads, aux = jax.grad(ppo_loss, has_aux=True)(
-                params, apply_fn, t, a, tg, cfg.clip_eps, cfg.vf_coef, ent_coef,
-                floor, cfg.explore_coef,
+            params, opt_state, aux = minibatch_step(
+                *carry, mb, apply_fn=apply_fn, tx=tx, cfg=cfg, ent_coef=ent_coef, floor=floor,
+                axis_name=axis_name,
             )  # fmt: skip
-            grads = _pmean(grads, axis_name)
-            updates, opt_state = tx.update(grads, opt_state, params)
-            return (optax.apply_updates(params, updates), opt_state), aux
+            return (params, opt_state), aux
 
         def epoch(carry, key):
             # shuffle indices only; each minibatch gathers its own rows (no shuffled copy of
