@@ -1,8 +1,8 @@
 """Paired A/B of two source trees of ``hackmatrix_env`` in one process (host script).
 
-    git worktree add /tmp/base <commit>
-    uv run python packages/hackmatrix-env/benchmarks/ab_trees.py \
-        /tmp/base/packages/hackmatrix-env/src packages/hackmatrix-env/src --envs 4096 --rounds 10
+    git worktree add ../base <commit>
+    uv run hm-bench ab ../base/packages/hackmatrix-env/src packages/hackmatrix-env/src \
+        --envs 4096 --rounds 10
 
 Imports the package from each ``src`` directory in turn (the module cache is
 cleared between them), compiles ``hm-bench``'s rollout (``jit(scan(vmap(env.step)))``,
@@ -11,14 +11,14 @@ alternately, ``--rounds`` calls each with the same fresh key per round. Prints
 steps/s (best and median), the geometric mean and median of the per-round time
 ratios B/A and the XLA kernel count of each. On this project's shared 2-core VM, separate
 processes differ by ±25 % from one run to the next; alternating calls in one
-process cancel most of that drift (session 9, the same tree as A and B:
-median ratio 1.007, single rounds 0.93-1.07). The pair's order alternates per
-round (ABBA...): with A always first, session 13's control gave 1.095; read the
+process cancel most of that drift (the same tree as A and B: median ratio 1.007,
+single rounds 0.93-1.07). The pair's order alternates per round (ABBA...): with A
+always first, a control gave 1.095 (the first call of a pair runs faster); read the
 geometric mean, and |ratio - 1| < 0.05 as noise. Compile seconds are printed but
 favour the second tree (JAX's caches of library jaxprs are warm by then):
 compare compile times with ``hm-bench env`` runs in separate processes.
 ``--devices N`` splits the envs of both rollouts over N CPU devices (both trees
-need ``make_rollout(..., devices)``, session 10 on).
+need ``make_rollout(..., devices)``, commit fa8db6f on).
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def _load(src: str, num_envs: int, steps: int, sharded: bool = False):
         mesh = Mesh(np.array(devices), ("envs",))
         obs, state = jax.device_put((obs, state), NamedSharding(mesh, P("envs")))
         rollout = make_rollout(env, num_envs, steps, devices=devices)
-    else:  # trees before session 10 have no devices argument
+    else:  # trees before commit fa8db6f have no devices argument
         rollout = make_rollout(env, num_envs, steps)
     t0 = time.perf_counter()
     compiled = rollout.lower(obs, state, jax.random.key(1)).compile()
@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> None:
     for r in range(args.rounds):
         key = jax.random.key(2 + r)
         # A first in even rounds, B first in odd ones: the first call of a pair runs
-        # measurably faster on this VM (session 13: the same tree as A and B gave a
+        # measurably faster on this VM (with the same tree as A and B, a fixed order gave a
         # median ratio of 1.095 with A always first).
         for label in ("A", "B") if r % 2 == 0 else ("B", "A"):
             compiled, obs, state = runs[label]

@@ -1,7 +1,7 @@
 """Per-kernel profile of the benchmark rollout, attributed to our source lines (host script).
 
-    uv run python packages/hackmatrix-env/benchmarks/trace_profile.py
-    uv run python packages/hackmatrix-env/benchmarks/trace_profile.py --envs 1024 --top 60
+    uv run hm-bench kernels
+    uv run hm-bench kernels --envs 1024 --top 60
 
 Runs ``hm-bench``'s rollout (``jit(scan(vmap(env.step)))``, auto-reset, uniform
 masked policy) under ``jax.profiler.trace``, reads the Perfetto trace, and
@@ -13,7 +13,7 @@ output shapes. ``ThunkExecutor::Execute`` is the runtime's own dispatch cost.
 
 Caveats: XLA:CPU runs independent kernels on both cores at once, so self times
 add up to more than the wall time and a kernel's share is not what removing it
-would save (session 5: the benchmark policy's kernels showed ~5 ms per step at
+would save (measured once: the benchmark policy's kernels showed ~5 ms per step at
 4,096 envs, the A/B measured 1.3 ms). Use it to find where to look; measure a
 change with ``hm-bench`` or an A/B of two compiled rollouts in one process.
 """

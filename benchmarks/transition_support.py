@@ -9,10 +9,10 @@ Transitions not found with ``--keys`` keys get a deep search (``--deep-keys``, 6
 found are re-drawn in Swift (``setFullState`` + ``step``, ``--redraws`` times) to see how
 rare Swift's own outcome is, and their per-enemy marginals are compared with JAX's
 (total variation, and Swift values outside JAX's support). specs/parity.md, "Open
-mismatches", has the session-4 results.
+mismatches", has its results.
 
-    uv run python packages/hackmatrix-parity/scripts/transition_support.py --scenarios 240
-    uv run python packages/hackmatrix-parity/scripts/transition_support.py --case REPRO.json --runs 400
+    uv run hm-bench transitions --scenarios 240
+    uv run hm-bench transitions --case REPRO.json --runs 400
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Benchmark (and soak) the Swift headless binary.
 
-    python3 packages/hackmatrix-swift/scripts/bench.py [--steps N] [--inproc N] [--soak N] [--seed S]
+    uv run hm-bench swift [--steps N] [--inproc N] [--soak N] [--seed S]
 
 Prints three figures:
   * in-process: `hackmatrix-headless --bench N` (game loop + mask, random masked policy, no IO);
@@ -9,7 +9,8 @@ Prints three figures:
                 (one `getValidActions` and one `step` round trip per step, reset on done);
   * soak:       with --soak N, N pipe steps with every reply checked (no error line,
                 reward - sum(breakdown) == -0.01, 14 breakdown keys, process alive at the end).
-Builds the release binary first if it is missing (stdlib only, no uv needed).
+Builds the release binary first if it is missing (stdlib only: `python3 benchmarks/swift_bench.py`
+works without uv too).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import sys
 import time
 from pathlib import Path
 
-PKG = Path(__file__).resolve().parents[1]
+PKG = Path(__file__).resolve().parents[1] / "packages" / "hackmatrix-swift"
 BINARY = PKG / ".build" / "release" / "hackmatrix-headless"
 
 
@@ -37,7 +38,11 @@ def pipe_run(steps: int, seed: int, check: bool) -> dict:
     rng = random.Random(seed)
     proc = subprocess.Popen(
         [str(BINARY), "--seed", str(seed)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        bufsize=1,
     )
 
     def send(obj: dict) -> dict:
@@ -73,22 +78,34 @@ def pipe_run(steps: int, seed: int, check: bool) -> dict:
     proc.stdin.close()
     rc = proc.wait(timeout=30)
     return {
-        "mode": "pipe", "steps": steps, "seconds": round(secs, 3), "stepsPerSecond": round(steps / secs, 1),
-        "episodes": episodes, "stageCompletions": stages, "victories": victories,
-        "aliveAtEnd": alive, "exitCode": rc,
+        "mode": "pipe",
+        "steps": steps,
+        "seconds": round(secs, 3),
+        "stepsPerSecond": round(steps / secs, 1),
+        "episodes": episodes,
+        "stageCompletions": stages,
+        "victories": victories,
+        "aliveAtEnd": alive,
+        "exitCode": rc,
     }
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--steps", type=int, default=20_000, help="pipe benchmark steps")
     ap.add_argument("--inproc", type=int, default=1_000_000, help="in-process benchmark steps")
     ap.add_argument("--soak", type=int, default=0, help="checked pipe soak steps (0: skip)")
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
     ensure_binary()
-    out = subprocess.run([str(BINARY), "--bench", str(args.inproc), "--seed", str(args.seed)],
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [str(BINARY), "--bench", str(args.inproc), "--seed", str(args.seed)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     print(out.stdout.strip())
     print(json.dumps(pipe_run(args.steps, args.seed, check=False)))
     if args.soak:

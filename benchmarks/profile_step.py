@@ -1,7 +1,7 @@
 """Per-part profile of the env step: ``jit(vmap(part))`` run time and compile time.
 
-    uv run python packages/hackmatrix-env/benchmarks/profile_step.py
-    uv run python packages/hackmatrix-env/benchmarks/profile_step.py --envs 1024 --play 16 \
+    uv run hm-bench profile
+    uv run hm-bench profile --envs 1024 --play 16 \
         --parts enemy_phase move_enemies observe --repeats 7 --json /tmp/prof.json
 
 States: ``--envs`` games reset with seed ``--seed``, then ``--play`` random masked

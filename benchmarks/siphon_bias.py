@@ -6,7 +6,7 @@ prints return, stage reached, siphons and programs per episode and the mean scor
 policy itself; a large bias siphons whenever the siphon is valid. If the return falls as the bias
 grows, the policy is right not to siphon under the canonical reward at its level of play.
 
-    uv run python packages/hackmatrix-train/scripts/siphon_bias.py CHECKPOINT \
+    uv run hm-bench siphon-bias CHECKPOINT \
         --biases 0 1 2 4 100 --episodes 256
 """
 

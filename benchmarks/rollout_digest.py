@@ -1,6 +1,6 @@
 """Digest of a random-policy rollout: compare backends, versions or machines (host script).
 
-    uv run python packages/hackmatrix-env/benchmarks/rollout_digest.py --envs 2048 --steps 60
+    uv run hm-bench digest --envs 2048 --steps 60
 
 Plays ``--envs`` games for ``--steps`` auto-reset steps of ``jit(vmap(env.step))``
 with the uniform masked policy of ``hm-bench`` (actions drawn from the observed
@@ -9,11 +9,11 @@ actions and the done flags, (b) the observation grids, (c) the rewards, plus the
 reward sum; ``--save FILE`` keeps the rewards (``float32[steps, envs]``) for an
 element-wise comparison. Two runs with equal digests played the same games.
 
-Session 5: CPU (jax 0.10.2) vs an H100 (jax 0.11.2), 2,048 envs x 60 steps: (a) and
+Measured: CPU (jax 0.10.2) vs an H100 (jax 0.11.2), 2,048 envs x 60 steps: (a) and
 (b) identical; rewards equal except 92 of 122,880 values, off by at most 2.4e-7
 (float32 rounding of the reward sum; docs/bench/rollout_digest_*.txt).
 ``--devices N`` plays the same games with the envs split over N CPU devices
-(``devices.sharded_vmap``); session 10: the same digests as ``--devices 1``.
+(``devices.sharded_vmap``), with the same digests as ``--devices 1``.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """Benchmark the program dispatch: jit(vmap(run_program)) and jit(vmap(program_mask)).
 
-    uv run python packages/hackmatrix-env/benchmarks/bench_programs.py [--batch 4096]
-    uv run python packages/hackmatrix-env/benchmarks/bench_programs.py --env
+    uv run hm-bench programs [--batch 4096]
+    uv run hm-bench programs --env
 
 ``--env`` measures whole env steps (gymnax ``step`` with auto-reset, random masked
-policy, jit(scan(vmap))) with the real programs and with the pre-issue skeleton
+policy, jit(scan(vmap))) with the real programs and with a no-programs stand-in
 (no program ever valid, identity effect) patched in, interleaved in one process.
 
 Random well-formed states (random enemies/transmissions/blocks/siphoned cells,
@@ -128,7 +128,7 @@ def _scanned(step, n_steps):
 
 
 def _skeleton_programs():
-    """The pre-issue skeleton: no program is ever valid, the effect is the identity."""
+    """A no-programs stand-in: no program is ever valid, the effect is the identity."""
     return (
         lambda state: jnp.zeros(NUM_PROGRAMS, jnp.bool_),
         lambda key, state, prog_idx: (state, jnp.int32(0), jnp.bool_(False)),
@@ -162,8 +162,8 @@ def bench_env(batch: int, n_steps: int, rounds: int) -> None:
     real = (programs.program_mask, programs.run_program)
     variants = {}
     for name, (mask_fn, run_fn) in (
-        ("skeleton (before)", _skeleton_programs()),
-        ("programs (after)", real),
+        ("no programs", _skeleton_programs()),
+        ("programs", real),
     ):
         programs.program_mask, programs.run_program = mask_fn, run_fn
         carry = jax.vmap(lambda k: env.reset_env(k, params))(

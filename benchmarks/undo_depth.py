@@ -1,6 +1,6 @@
 """How deep do UNDO chains get? Would a ring of depth H ever differ from the unbounded stack?
 
-    uv run python packages/hackmatrix-env/benchmarks/undo_depth.py [--batch 512] [--steps 1000]
+    uv run hm-bench undo-depth [--batch 512] [--steps 1000]
 
 Runs the real env (gymnax step with auto-reset) under random masked policies
 and records, per env step: a snapshot was pushed, UNDO was executed, and UNDO
