@@ -1,7 +1,9 @@
-"""Reference copy of pathfinding.py as of commit 2df481f, before the session-3 speed rewrites.
+"""Frozen copy of ``pathfinding.py`` at commit 2df481f: a test oracle, not game code.
 
-Unchanged code, kept only so that tests/env/test_rewrites.py can compare the
-faster functions with the ones they replaced, on random states.
+The searches as they were before the early-exit ``while`` loops and one-word
+carries (specs/env-shell.md §7.2, §7.7), unchanged, kept only so that
+tests/env/test_rewrites.py can check the current functions against them on random
+states.
 """
 
 from __future__ import annotations

@@ -1,17 +1,18 @@
-"""Reference copy of enemies.py as of commit 2df481f, before the session-3 speed rewrites.
+"""Frozen copy of ``enemies.py`` at commit 2df481f: a test oracle, not game code.
 
-Unchanged code, kept only so that tests/env/test_rewrites.py can compare the
-faster functions with the ones they replaced, on random states. One update
-(session 11): the random inputs come from ``enemies.phase_seeds`` and the hash
-stream like the game's (one threefry draw per phase instead of a 4-way split
-and per-call draws), so both sides still see the same random numbers.
+The enemy phase as it was before its speed rewrites (early-exit searches, the
+min-reduction processing order, packed hatching; specs/env-shell.md §7.2), kept
+only so that tests/env/test_rewrites.py can check that the current functions equal
+the ones they replaced, bit for bit, on random states. One update since: the random
+inputs come from ``enemies.phase_seeds`` and the hash stream like the game's, so
+both sides see the same random numbers (specs/env-shell.md §7.9).
 """
 
 from __future__ import annotations
 
+import frozen_pathfinding as pathfinding
 import jax
 import jax.numpy as jnp
-import reference_pathfinding as pathfinding
 from hackmatrix_env import history
 from hackmatrix_env.batching import compute_where, ragged_fori_loop
 from hackmatrix_env.board import block_map, compact_transmissions, num_alive, select_tree

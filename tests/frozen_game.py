@@ -1,4 +1,9 @@
-"""``game.step_game`` as of commit b2cefe1 (session 4 reference): siphon and programs as two sparse jobs."""
+"""Frozen copy of ``game.step_game`` at commit b2cefe1: a test oracle, not game code.
+
+Siphon and programs as two separate sparse jobs, as before they became one
+(specs/env-shell.md §7.3); tests/env/test_rewrites.py checks that the current
+``step_game`` equals it on random states with owned programs, actions 0-27.
+"""
 
 from __future__ import annotations
 
