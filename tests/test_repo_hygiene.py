@@ -1,6 +1,6 @@
 """The tracked text files name no absolute path of a particular machine.
 
-A committed file that says ``/home/alice/...`` or a checkpoint path under ``/tmp`` is
+A committed file that names a home directory or a checkpoint path under a temp dir is
 meaningful on one box only, and leaks how it was made. Every file ``git ls-files``
 lists is read (binary files, detected by a NUL byte, are skipped); a finding names
 ``file:line`` and the path. ``/tmp/...`` is allowed in code and prose (an example
@@ -74,3 +74,41 @@ def test_no_tracked_file_names_a_machine_path():
 )
 def test_detector(name, text, hits):
     assert len(machine_paths(name, text)) == hits
+
+
+CITING = ("README.md", "specs/*.md", "docs/*.md", "benchmarks/README.md", "tests/**/*.py")
+
+
+def cited_patterns() -> list[str]:
+    """Every ``docs/...`` path named in the README, specs, docs pages or tests (``*`` kept)."""
+    found = []
+    for pattern in CITING:
+        for path in ROOT.glob(pattern):
+            found += re.findall(r"docs/[\w./*{},-]+\w\*?", path.read_text(encoding="utf-8"))
+    return found
+
+
+def is_cited(name: str, patterns: list[str]) -> bool:
+    """``name`` (a tracked path) matches a cited path, a glob like ``docs/train/grid_12m_*``
+    or a cited folder."""
+    for pattern in patterns:
+        regex = re.escape(pattern.rstrip("/")).replace(r"\*", "[^/]*")
+        if re.fullmatch(regex, name) or name.startswith(pattern.rstrip("/") + "/"):
+            return True
+    return False
+
+
+def test_every_file_in_docs_is_cited():
+    patterns = cited_patterns()
+    docs = [n for n in tracked_files() if n.startswith("docs/") and (ROOT / n).is_file()]
+    uncited = [n for n in docs if n != "docs/experiments.md" and not is_cited(n, patterns)]
+    assert not uncited, "files under docs/ that nothing cites:\n" + "\n".join(uncited)
+
+
+def test_citation_matching():
+    patterns = ["docs/train/grid_12m_*", "docs/bench/", "docs/a.json"]
+    assert is_cited("docs/train/grid_12m_curve.png", patterns)
+    assert is_cited("docs/bench/x.txt", patterns)
+    assert is_cited("docs/a.json", patterns)
+    assert not is_cited("docs/train/other.png", patterns)
+    assert not is_cited("docs/a.json.bak", patterns)
