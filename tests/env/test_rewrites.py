@@ -1,7 +1,7 @@
-"""Session-3 speed rewrites equal the code they replaced, bit for bit, on random states.
+"""The env's speed rewrites equal the code they replaced, bit for bit, on random states.
 
-The replaced functions are kept verbatim in ``reference_enemies.py`` and
-``reference_pathfinding.py`` (commit 2df481f). Each hypothesis example draws a
+The replaced functions are frozen as test oracles in ``frozen_enemies.py`` and
+``frozen_pathfinding.py`` (commit 2df481f) and ``frozen_game.py`` (commit b2cefe1). Each hypothesis example draws a
 seed and compares a whole batch of random well-formed states (compact pools,
 zeroed dead slots, stacked enemies, enemies on blocks and on the player's
 cell, DELAY-style countdowns, full pools for overflow), so a few examples
@@ -10,12 +10,12 @@ cover thousands of states. Both sides are jitted once at module scope.
 
 from __future__ import annotations
 
+import frozen_enemies as ref_enemies
+import frozen_game as ref_game
+import frozen_pathfinding as ref_pf
 import jax
 import jax.numpy as jnp
 import numpy as np
-import reference_enemies as ref_enemies
-import reference_game as ref_game
-import reference_pathfinding as ref_pf
 from hackmatrix_env import enemies, game, pathfinding
 from hackmatrix_env.constants import (
     ENEMY_MAX_HP,
@@ -114,7 +114,7 @@ _hatch_ref = jax.jit(jax.vmap(ref_enemies.hatch_transmissions))
 
 @settings(deadline=None, max_examples=12)
 @given(seed=st.integers(0, 2**30), full=st.booleans())
-def test_hatch_equals_reference(seed, full):
+def test_hatch_equals_frozen_code(seed, full):
     """Packed-word compaction = cumsum/gather version (incl. overflow of a full enemy pool)."""
     states = _states(seed, MAX_ENEMIES if full else 12, MAX_TRANSMISSIONS if full else 10)
     _assert_trees_equal(_hatch_new(states), _hatch_ref(states))
@@ -133,7 +133,7 @@ _next_ref = jax.jit(jax.vmap(lambda *a: _next_cell(ref_pf, *a)))
 
 @settings(deadline=None, max_examples=12)
 @given(seed=st.integers(0, 2**30), p_block=st.sampled_from([0.0, 0.2, 0.4]))
-def test_enemy_next_cell_equals_reference(seed, p_block):
+def test_enemy_next_cell_equals_frozen_code(seed, p_block):
     """Early-exit tier-1 search (and its skip when Occ is only e's cell) = 34-layer scan."""
     k = jax.random.split(jax.random.key(seed), 6)
     n = 1024
@@ -167,7 +167,7 @@ _phase_ref = _phase(ref_enemies)
 
 @settings(deadline=None, max_examples=10)
 @given(seed=st.integers(0, 2**30), crowded=st.booleans())
-def test_enemy_phase_equals_reference(seed, crowded):
+def test_enemy_phase_equals_frozen_code(seed, crowded):
     """The whole enemy phase (order, moves, attacks, hatching, spawns) = the replaced code."""
     states = _states(seed, MAX_ENEMIES if crowded else 8, 12 if crowded else 4)
     keys = jax.random.split(jax.random.key(seed + 1), BATCH)
@@ -185,7 +185,7 @@ _searches_ref = jax.jit(jax.vmap(lambda *a: _searches(ref_pf, *a)))
 
 @settings(deadline=None, max_examples=12)
 @given(seed=st.integers(0, 2**30), p_block=st.sampled_from([0.1, 0.3, 0.45, 0.6]))
-def test_distance_and_tier2_maps_equal_reference(seed, p_block):
+def test_distance_and_tier2_maps_equal_frozen_code(seed, p_block):
     """Early-exit shaping BFS and tier-2 direction maps = the fixed 35-layer scans."""
     k = jax.random.split(jax.random.key(seed), 4)
     n = 1024
@@ -258,7 +258,7 @@ _step_ref = jax.jit(jax.vmap(ref_game.step_game))
 
 @settings(deadline=None, max_examples=8)
 @given(seed=st.integers(0, 2**30), crowded=st.booleans())
-def test_step_game_equals_reference(seed, crowded):
+def test_step_game_equals_frozen_code(seed, crowded):
     """One sparse job for siphon and programs = two (any action 0..27, owned programs)."""
     states = _states(seed, MAX_ENEMIES if crowded else 6, 12 if crowded else 4)
     k = jax.random.split(jax.random.key(seed + 3), 3)

@@ -40,7 +40,7 @@ SCRIPT = [0, 1, 2, 3, 0, 1, 2, 3, 0, 1]
 
 def run(swift_bin: str, deep_keys: int):
     # Engine seed 9: 16 keys miss Swift's outcome on the env's current random streams
-    # (re-pick it when they change, as in session 11).
+    # (re-pick it when they change, as commit 69afe53 did).
     cfg = Config(batch=8, num_keys=16, seed=9, extra_rounds=0, deep_keys=deep_keys)
     with Engine(cfg, command=[swift_bin, "--headless-cli", "--seed", "11"]) as eng:
         return eng.run([CROWD], [SCRIPT])
@@ -70,7 +70,7 @@ def test_warp_onto_exit_gets_more_rounds_until_a_key_completes_the_stage(swift_b
 
     Swift seed 4 makes that draw; engine seed 2 gives a first round whose 16
     keys all land elsewhere (the seed depends on the env's random streams:
-    re-pick it when they change, as in session 11). Judged on that round, the step is a mismatch
+    re-pick it when they change, as commit 69afe53 did). Judged on that round, the step is a mismatch
     (stage_complete differs); the extra rounds must go on until a key
     completes the stage, and the step is then resynced from Swift.
     """

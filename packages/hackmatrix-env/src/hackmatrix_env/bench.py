@@ -1,31 +1,41 @@
-"""``hm-bench``: throughput and compile-time figures for the JAX env (host script, not a test).
+"""``hm-bench``: the one front door to every benchmark of the project (host script, not a test).
 
-    uv run hm-bench env                         # 1,024 and 4,096 envs
+    uv run hm-bench                             # the list: what each benchmark prints, how long
+    uv run hm-bench env                         # env steps/s and compile, 1,024 and 4,096 envs
     uv run hm-bench env --num-envs 4096 --steps 128 --repeats 5
+    uv run hm-bench train | learn | parity | programs | profile | ...   (``hm-bench <what> -h``)
 
-For each batch size it prints the compile time and the env steps per second
-of a uniform random *masked* policy (``uniform_masked_actions``: one 32-bit draw
-per env; ``--policy gumbel`` for the Gumbel-max policy used before session 5)
-under ``jit(scan(vmap(env.step)))`` with gymnax auto-reset, then the cost of
+``env`` runs here. For each batch size it prints the compile time and the env steps
+per second of a uniform random *masked* policy (``uniform_masked_actions``: one
+32-bit draw per env; ``--policy gumbel`` for the Gumbel-max policy) under
+``jit(scan(vmap(env.step)))`` with gymnax auto-reset, then the cost of
 ``jit(vmap(reset))`` alone; ``--no-reset`` also times the step without auto-reset
 (``step_env``), so the reset's share is visible. The compile line is split into
 trace, lower and XLA seconds, with the compiled graph's size in kernels
-(``kernel_count``; specs/env-shell.md §7.6).
+(``kernel_count``). On a CPU with several cores it then times the same rollout with
+the envs split over one JAX device per core (``devices.sharded_vmap``; ``--devices N``
+to choose, ``--devices 1`` to skip) and checks that both runs played the same games.
 
-On a CPU with several cores it then times the same rollout with the envs split
-over one JAX device per core (``devices.sharded_vmap``; ``--devices N`` to choose,
-``--devices 1`` to skip) and checks that both runs played the same games
-(specs/env-shell.md §7.8).
+Every other benchmark is listed in ``BENCHMARKS`` and started by name: the trainer's
+and the parity harness's by module name (imported only when asked for, so this package
+never imports theirs at load time: the env stays below the trainer in the layering),
+the host scripts from the repository's ``benchmarks/`` folder (its README says what
+each prints and how long it takes).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import platform
 import re
+import runpy
+import sys
 import time
+from dataclasses import dataclass
 from functools import partial
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import jax
@@ -263,27 +273,175 @@ def bench_env(
         )
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Entry point of ``hm-bench``."""
-    parser = argparse.ArgumentParser(prog="hm-bench", description=__doc__.split("\n")[0])
-    sub = parser.add_subparsers(dest="what", required=True)
-    p = sub.add_parser("env", help="env steps/s and compile time under jit(vmap) with auto-reset")
-    p.add_argument("--num-envs", type=int, nargs="+", default=[1024, 4096])
-    p.add_argument("--steps", type=int, default=64, help="steps per timed call (scan length)")
-    p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument(
+@dataclass(frozen=True)
+class Benchmark:
+    """One ``hm-bench`` subcommand: where it lives, what it prints, how long it runs.
+
+    Exactly one of ``module`` (a package module with ``main(argv)``) and ``script``
+    (a file in the repository's ``benchmarks/`` folder) is set; ``env`` has neither
+    (it runs in this module). ``default_args`` go before the user's arguments, so a
+    flag given on the command line overrides them (argparse keeps the last one).
+    """
+
+    prints: str
+    duration: str
+    module: str | None = None
+    script: str | None = None
+    default_args: tuple[str, ...] = ()
+
+
+BENCHMARKS: dict[str, Benchmark] = {
+    "env": Benchmark(
+        "env steps/s and compile (trace/lower/XLA, kernels), plain vmap and over the CPU cores",
+        "2-3 min on 2 CPU cores",
+    ),
+    "train": Benchmark(
+        "PPO end to end: init, compile and steps/s per env count (hm-train-bench)",
+        "3-5 min on 2 CPU cores",
+        module="hackmatrix_train.bench",
+    ),
+    "learn": Benchmark(
+        "learning: train N seeds, evaluate whole episodes vs random, curves (hm-train-learn)",
+        "minutes to hours: set by --total-timesteps",
+        module="hackmatrix_train.learnbench",
+    ),
+    "parity": Benchmark(
+        "JAX vs Swift, 1,000 scenarios x 30 steps: steps compared, matches, mismatches",
+        "5-8 min on 2 CPU cores, plus the Swift build if the binary is missing",
+        module="hackmatrix_parity.cli",
+        default_args=("--scenarios", "1000", "--steps", "30", "--seed", "10", "--workers", "2"),
+    ),
+    "programs": Benchmark(
+        "run_program / program_mask calls/s; --env: env steps/s with and without programs",
+        "1-2 min",
+        script="bench_programs.py",
+    ),
+    "profile": Benchmark(
+        "per-part run time and compile of the step (enemy phase, observe, reset, ...)",
+        "5-10 min: one compile per part",
+        script="profile_step.py",
+    ),
+    "kernels": Benchmark(
+        "per-kernel self time of the rollout, attributed to source lines (profiler trace)",
+        "1-2 min",
+        script="trace_profile.py",
+    ),
+    "ab": Benchmark(
+        "paired A/B of two source trees in one process: time ratio B/A, kernels",
+        "2-4 min: two compiles, then --rounds",
+        script="ab_trees.py",
+    ),
+    "digest": Benchmark(
+        "SHA-256 digests of a fixed random rollout (same digests = same games)",
+        "under 1 min",
+        script="rollout_digest.py",
+    ),
+    "undo-depth": Benchmark(
+        "how often a fixed-depth UNDO ring would differ from the unbounded stack",
+        "2-5 min",
+        script="undo_depth.py",
+    ),
+    "swift": Benchmark(
+        "Swift game loop in-process and over the pipe (steps/s); --soak N checks every reply",
+        "under 1 min once the binary is built",
+        script="swift_bench.py",
+    ),
+    "transitions": Benchmark(
+        "Swift leads, JAX must reproduce each transition (parity diagnosis)",
+        "minutes: set by --scenarios",
+        script="transition_support.py",
+    ),
+    "siphon-bias": Benchmark(
+        "a checkpoint's greedy return with extra siphon/program logit bias",
+        "minutes: set by --episodes and --biases",
+        script="siphon_bias.py",
+    ),
+}
+
+
+def benchmarks_dir(start: Path | None = None) -> Path:
+    """The repository's ``benchmarks/`` folder, searched from ``start`` (the cwd) upwards.
+
+    Falls back to the checkout this package is installed from (an editable
+    workspace install). The scripts are not part of any wheel, so outside a
+    checkout a clear error names what is missing.
+    """
+    start = Path.cwd() if start is None else start
+    here = Path(__file__).resolve()
+    for root in (start, *start.parents, *here.parents):
+        if (root / "benchmarks" / "README.md").is_file():
+            return root / "benchmarks"
+    raise SystemExit(
+        "hm-bench: no benchmarks/ folder found from the current directory; "
+        "the host scripts run from a checkout of the repository"
+    )
+
+
+def list_benchmarks() -> str:
+    """The table ``hm-bench`` prints without arguments."""
+    width = max(map(len, BENCHMARKS))
+    lines = ["usage: hm-bench <what> [args]   (hm-bench <what> -h for its options)", ""]
+    for name, b in BENCHMARKS.items():
+        lines.append(f"  {name:<{width}}  {b.prints}")
+        lines.append(f"  {'':<{width}}  ({b.duration})")
+    return "\n".join(lines)
+
+
+def run_benchmark(name: str, args: list[str]) -> int:
+    """Run benchmark ``name`` with command-line ``args``; returns its exit status."""
+    bench = BENCHMARKS[name]
+    argv = [*bench.default_args, *args]
+    if bench.module is not None:
+        try:
+            module = importlib.import_module(bench.module)
+        except ModuleNotFoundError as e:
+            raise SystemExit(
+                f"hm-bench {name}: needs {bench.module} ({e.name} is not installed; "
+                "run `uv sync` in the repository)"
+            ) from e
+        return _exit_status(lambda: module.main(argv))
+    path = benchmarks_dir() / bench.script
+    saved = sys.argv
+    sys.argv = [str(path), *argv]
+    try:
+        return _exit_status(lambda: runpy.run_path(str(path), run_name="__main__"))
+    finally:
+        sys.argv = saved
+
+
+def _exit_status(run) -> int:
+    """``run()``'s exit status: its ``SystemExit`` code (argparse's ``-h`` and errors too)."""
+    try:
+        result = run()
+    except SystemExit as e:
+        result = e.code
+    if result is None or isinstance(result, dict):  # run_path returns the module's globals
+        return 0
+    return result if isinstance(result, int) else 1
+
+
+def env_main(argv: list[str] | None = None) -> None:
+    """``hm-bench env``: the env's throughput and compile time."""
+    parser = argparse.ArgumentParser(
+        prog="hm-bench env",
+        description="env steps/s and compile time under jit(vmap) with auto-reset",
+    )
+    parser.add_argument("--num-envs", type=int, nargs="+", default=[1024, 4096])
+    parser.add_argument("--steps", type=int, default=64, help="steps per timed call (scan length)")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
         "--no-reset", action="store_true", help="also time step_env alone (no auto-reset)"
     )
-    p.add_argument(
+    parser.add_argument(
         "--policy",
         nargs="+",
         choices=sorted(POLICIES),
         default=["uniform"],
         help="random masked policy: uniform (one draw per env, default) and/or gumbel "
-        "(Gumbel-max, 28 draws per env; the policy before session 5)",
+        "(Gumbel-max, 28 draws per env)",
     )
-    p.add_argument(
+    parser.add_argument(
         "--devices",
         type=int,
         default=None,
@@ -299,11 +457,25 @@ def main(argv: list[str] | None = None) -> None:
         use_cpu_cores(args.devices)
     except RuntimeError as e:  # JAX already running (hm-bench called from Python): keep it
         print(f"hm-bench: {e}; using the devices JAX has")
-    if args.what == "env":
-        bench_env(
-            args.num_envs, args.steps, args.repeats, args.seed, args.no_reset, tuple(args.policy)
-        )
+    bench_env(args.num_envs, args.steps, args.repeats, args.seed, args.no_reset, tuple(args.policy))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``hm-bench``: ``hm-bench <what> [args]``; no ``<what>`` lists them."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if not argv or argv[0] in ("-h", "--help", "list"):
+        print(list_benchmarks())
+        return 0
+    what, rest = argv[0], argv[1:]
+    if what not in BENCHMARKS:
+        print(list_benchmarks(), file=sys.stderr)
+        print(f"\nhm-bench: unknown benchmark {what!r}", file=sys.stderr)
+        return 2
+    if what == "env":
+        env_main(rest)
+        return 0
+    return run_benchmark(what, rest)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -93,7 +93,7 @@ def _stage_and_reset(
     reads nothing of pass 0's state). One ``fori_loop`` of two trips over one
     ``compute_where`` job, so the stage generation is traced and compiled once,
     and the state is not materialised twice as the stacked default of a K-job
-    list (session 10: −7.7 % time, specs/env-shell.md §7.8). The final
+    list (−7.7 % time, specs/env-shell.md §7.8). The final
     observation of a row that is not done is zeros (the caller selects).
     """
     keys = jnp.stack([key_stage, key_reset])

@@ -10,7 +10,7 @@ fields can leave that range, reads host tables (float64 quotients) with a
 division fallback outside them. The grid is written in one elementwise pass
 (``grid_features``); the "first entity on the cell" fields come from one
 minimum per pool over packed ``slot << 16 | fields`` words (``_first_words``),
-not gathers (session 12: the grid took 0.6x the time of the former one-hot sums).
+not gathers (the grid takes 0.6x the time of one-hot sums; specs/env-shell.md §7.10).
 
 Layout (interface §3.1-3.4):
 

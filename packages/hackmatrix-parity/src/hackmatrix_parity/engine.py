@@ -592,8 +592,8 @@ class Engine:
 
         With ~10 enemies a step has hundreds of distinct outcomes (processing
         orders that block each other differently), some rarer than 1 in 256, so
-        the first rounds can miss the one Swift drew (both CI-seed cases of
-        session 2: Swift's outcome was in the JAX support when sampled with 16k
+        the first rounds can miss the one Swift drew (both CI-seed cases in
+        tests/parity/regressions/crowded_*: Swift's outcome was in the JAX support when sampled with 16k
         keys, on every one of 20 replayed pre-states). The lane's pre-step state
         is copied into all ``B`` lanes of the same compiled stepper (no new
         compilation), ``B x K`` keys a round, up to ``deep_keys`` keys. A real

@@ -1,0 +1,64 @@
+"""``hm-bench``: every benchmark of the repository is reachable from it, and documented.
+
+Host-side checks only (no benchmark is run beyond its ``-h``): the registry, the
+``benchmarks/`` folder and its README must name the same benchmarks, and a subcommand
+passes its arguments through to the module or script it names.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+from hackmatrix_env import bench
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCH_DIR = ROOT / "benchmarks"
+
+
+def test_every_script_in_benchmarks_is_registered():
+    scripts = {b.script for b in bench.BENCHMARKS.values() if b.script}
+    on_disk = {p.name for p in BENCH_DIR.glob("*.py")}
+    assert on_disk == scripts, (on_disk - scripts, scripts - on_disk)
+
+
+def test_every_module_benchmark_resolves():
+    for name, b in bench.BENCHMARKS.items():
+        if b.module is not None:
+            assert importlib.util.find_spec(b.module) is not None, (name, b.module)
+
+
+def test_each_benchmark_has_exactly_one_home():
+    for name, b in bench.BENCHMARKS.items():
+        homes = (b.module is not None) + (b.script is not None)
+        assert homes == (0 if name == "env" else 1), name
+
+
+def test_readme_documents_every_benchmark():
+    readme = (BENCH_DIR / "README.md").read_text()
+    for name in bench.BENCHMARKS:
+        assert f"`hm-bench {name}" in readme, name
+
+
+def test_benchmarks_dir_is_found_from_a_subfolder():
+    assert bench.benchmarks_dir(ROOT / "packages" / "hackmatrix-env") == BENCH_DIR
+
+
+def test_listing_and_unknown_name(capsys):
+    assert bench.main([]) == 0
+    listing = capsys.readouterr().out
+    assert all(f"  {name} " in listing for name in bench.BENCHMARKS)
+    assert bench.main(["no-such-benchmark"]) == 2
+    assert "unknown benchmark 'no-such-benchmark'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("name", "flag"), [("digest", "--envs"), ("train", "--num-envs")])
+def test_arguments_reach_the_script_or_module(name, flag, capsys):
+    assert bench.run_benchmark(name, ["-h"]) == 0
+    assert flag in capsys.readouterr().out
+
+
+def test_bad_arguments_give_a_nonzero_status(capsys):
+    assert bench.run_benchmark("digest", ["--no-such-flag"]) == 2
+    assert "--no-such-flag" in capsys.readouterr().err
