@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -15,7 +16,7 @@ def test_hm_train_tiny_on_hackmatrix(tmp_path):
     argv = (
         "--num-envs 8 --num-steps 32 --total-timesteps 512 --log-interval 1 --hidden-dim 16 "
         "--num-layers 1 --num-minibatches 2 --update-epochs 1 --no-wandb "
-        f"--max-steps-in-episode 40 --checkpoint-dir {tmp_path}"
+        f"--max-steps-in-episode 40 --checkpoint-dir {tmp_path} --final-eval-episodes 6"
     ).split()
     cfg, explicit = config_from_args(build_parser().parse_args(argv))
     lines: list[str] = []
@@ -23,8 +24,22 @@ def test_hm_train_tiny_on_hackmatrix(tmp_path):
     text = "\n".join(lines)
     assert "compiled in" in text and "update 2/2" in text and "steps/s" in text and "ETA" in text
     assert result["update"] == 2 and result["env_steps"] == 512
-    assert [u for u, _ in list_checkpoints(tmp_path / "ppo-mlp-8x32-s0")] == [2]
-    assert (tmp_path / "ppo-mlp-8x32-s0" / "params.msgpack").exists()
+    run_dir = tmp_path / "ppo-grid-8x32-s0"  # the default preset: grid encoder
+    assert [u for u, _ in list_checkpoints(run_dir)] == [2]
+    assert (run_dir / "params.msgpack").exists()
+    assert "budget: 512 env steps" in text
+
+    # every run ends with the evaluation protocol: greedy episodes from stage 1, fixed key
+    final = json.loads((run_dir / "eval_final.json").read_text())
+    assert final == result["final_eval"]
+    assert final["episodes"] == 6 and final["policy"] == "greedy" and final["eval_seed"] == 0
+    for key in ("return_mean", "stage_distribution", "win_rate", "siphons_per_episode",
+                "program_use", "non_undo_programs_per_episode", "distinct_programs_used",
+                "stage_completions_by_exit", "stage_completions_by_undo_quirk"):  # fmt: skip
+        assert key in final, key
+    assert set(final["program_use"]) == set(PROGRAM_NAMES)
+    assert sum(int(c) for c in final["stage_distribution"].values()) == 6
+    assert "final evaluation" in text and "UNDO quirk" in text
 
     m = result["metrics"]
     # 8 envs x 32 steps per update, episodes capped at 40 steps: some complete every update

@@ -30,8 +30,8 @@ REFERENCE_FLAGS = [
 ]  # fmt: skip
 
 
-def test_defaults_match_reference_cli():
-    cfg, explicit = config_from_args(build_parser().parse_args([]))
+def test_reference_preset_matches_reference_cli():
+    cfg, explicit = config_from_args(build_parser().parse_args(["--preset", "reference"]))
     assert explicit == frozenset()
     for name, value in REFERENCE_DEFAULTS.items():
         assert getattr(cfg, name) == value, name
@@ -124,7 +124,7 @@ def test_parse_count_rejects(text):
         parse_count(text)
 
 
-def test_plan_keeps_default_batch():
+def test_plan_keeps_reference_batch():
     cfg = plan(TrainConfig())
     assert (cfg.num_minibatches, cfg.update_epochs) == (4, 4)
     assert cfg.minibatch_size == TARGET_MINIBATCH
@@ -195,3 +195,50 @@ def test_config_dict_roundtrip():
     assert TrainConfig.from_dict(cfg.to_dict()) == cfg
     with pytest.raises(ValueError, match="unknown config keys"):
         TrainConfig.from_dict({"bogus": 1})
+
+
+def test_hm_train_defaults_are_the_default_preset_and_reference_is_plain_ppo():
+    from hackmatrix_train.cli import build_parser, config_from_args
+    from hackmatrix_train.config import PRESETS
+
+    cfg, explicit = config_from_args(build_parser().parse_args([]))
+    assert explicit == frozenset()
+    for name, value in PRESETS["default"].items():
+        assert getattr(cfg, name) == value, name
+    assert cfg.network == "grid" and 0 < cfg.explore_floor_start < 1
+    ref, _ = config_from_args(build_parser().parse_args(["--preset", "reference"]))
+    assert ref == TrainConfig()  # the plain-PPO field defaults of the earlier trainer
+    assert (ref.network, ref.ent_coef, ref.num_steps, ref.explore_floor) == ("mlp", 0.15, 128, 0.0)
+
+
+def test_explicit_flags_override_the_preset():
+    from hackmatrix_train.cli import build_parser, config_from_args
+
+    args = build_parser().parse_args(["--network", "mlp", "--ent-coef", "0.05"])
+    cfg, explicit = config_from_args(args)
+    assert explicit == {"network", "ent_coef"}
+    assert (cfg.network, cfg.ent_coef) == ("mlp", 0.05)
+    assert cfg.num_steps == 32  # the rest from the preset
+    off, _ = config_from_args(build_parser().parse_args(["--explore-floor", "0"]))
+    assert off.explore_floor == 0 and off.explore_floor_end is None
+    validate(off)
+
+
+def test_unknown_preset_is_a_clear_error():
+    from hackmatrix_train.config import apply_preset
+
+    with pytest.raises(ValueError, match="unknown preset"):
+        apply_preset(TrainConfig(), "best")
+
+
+@pytest.mark.parametrize(
+    ("envs", "minibatches", "cores", "want"),
+    [(256, 4, 2, 2), (256, 4, 3, 2), (256, 4, 1, 1), (8, 2, 16, 8), (6, 4, 4, 3)],
+)
+def test_cpu_device_count_splits_envs_and_minibatches_evenly(envs, minibatches, cores, want):
+    from hackmatrix_train.cli import cpu_device_count
+
+    cfg = TrainConfig(num_envs=envs, num_steps=4, num_minibatches=minibatches)
+    n = cpu_device_count(cfg, cores)
+    assert n == want
+    validate(cfg.replace(total_timesteps=10**6), n)

@@ -86,6 +86,6 @@ def test_wrapper_delegates_and_is_hashable():
 def test_cli_flag_and_run_name():
     cfg, explicit = config_from_args(build_parser().parse_args(["--start-stage-max", "4"]))
     assert cfg.start_stage_max == 4 and "start_stage_max" in explicit
-    assert default_run_name(cfg) == "ppo-mlp-256x128-s0-to4"
+    assert default_run_name(cfg) == "ppo-grid-256x32-s0-to4"
     cfg, _ = config_from_args(build_parser().parse_args([]))
-    assert cfg.start_stage_max is None and default_run_name(cfg) == "ppo-mlp-256x128-s0"
+    assert cfg.start_stage_max is None and default_run_name(cfg) == "ppo-grid-256x32-s0"

@@ -122,7 +122,7 @@ def test_cli_flags_build_the_kitted_training_env():
     cfg, explicit = config_from_args(build_parser().parse_args(argv))
     assert (cfg.kit_siphons, cfg.kit_programs, cfg.kit_prob) == (3, 2, 0.5) and cfg.has_kit
     assert {"kit_siphons", "kit_programs", "kit_prob"} <= explicit
-    assert default_run_name(cfg) == "ppo-mlp-256x128-s0-to2-kit"
+    assert default_run_name(cfg) == "ppo-grid-256x32-s0-to2-kit"
     trainer = make_train(cfg.replace(num_envs=4, num_steps=4, total_timesteps=16))
     assert trainer.env.unwrapped == BARE
     assert trainer.env._env == StartKit(siphons=3, programs=2, prob=0.5)

@@ -1,8 +1,12 @@
 """``hm-train-bench``: end-to-end training throughput (env + policy + PPO update) and compile time.
 
-For each ``--num-envs`` value: build the trainer (default config otherwise, auto-scaling applied),
-time the init jit, the AOT compile of the update chunk, one warm-up chunk, then ``--updates``
-timed updates. Prints a table; ``--json`` also writes the figures.
+For each ``--num-envs`` value: build the trainer (``hm-train``'s default preset otherwise,
+auto-scaling applied), time the init jit, the AOT compile of the update chunk, one warm-up chunk,
+then ``--updates`` timed updates. Prints a table; ``--json`` also writes the figures.
+
+``--cpu-devices 2 1`` runs the whole benchmark once per CPU device count, each in its own process
+(the count must be set before JAX starts), one after the other in this one run, and prints the
+steps/s ratio of each count to the last: all cores vs one device on the same machine.
 """
 
 from __future__ import annotations
@@ -26,12 +30,14 @@ def bench_one(
 ) -> dict:
     import jax
 
-    from hackmatrix_train.config import TrainConfig, plan
+    from hackmatrix_train.config import DEFAULT_PRESET, TrainConfig, apply_preset, plan
     from hackmatrix_train.loop import make_train
 
-    cfg = TrainConfig(
+    cfg = apply_preset(TrainConfig(), DEFAULT_PRESET).replace(
         num_envs=num_envs, num_steps=num_steps, network=network, hidden_dim=hidden_dim
     )
+    if env_name == "probe":
+        cfg = cfg.replace(explore_floor=0.0, explore_floor_end=None)  # no siphon/program groups
     cfg = cfg.replace(total_timesteps=cfg.batch_size * (updates + 1) * 4)
     fixed = frozenset({"num_steps", "network", "hidden_dim"})
     cfg = plan(cfg, fixed, jax.device_count(), jax.default_backend())
@@ -82,16 +88,22 @@ def bench_one(
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="hm-train-bench", description=__doc__)
     p.add_argument("--num-envs", type=int, nargs="+", default=[256, 1024])
-    p.add_argument("--num-steps", type=int, default=128)
+    p.add_argument("--num-steps", type=int, default=32)
     p.add_argument("--updates", type=int, default=5, help="timed updates per setting")
-    p.add_argument("--network", nargs="+", default=["mlp"], choices=["mlp", "grid"])
+    p.add_argument("--network", nargs="+", default=["grid"], choices=["mlp", "grid"])
     p.add_argument(
         "--hidden-dim", type=int, nargs="+", default=[256], help="network width(s) (default 256)"
     )
     p.add_argument("--env", default="hackmatrix", choices=["hackmatrix", "probe"])
     p.add_argument("--warmup", type=int, default=1, help="untimed updates after compiling")
     p.add_argument("--json", default=None)
+    p.add_argument(
+        "--cpu-devices", type=int, nargs="+", default=None,
+        help="run once per CPU device count, each in its own process (e.g. 2 1), and compare",
+    )  # fmt: skip
     args = p.parse_args(argv)
+    if args.cpu_devices:
+        return compare_device_counts(args, argv)
     import jax
 
     rows = []
@@ -113,6 +125,48 @@ def main(argv=None) -> int:
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps({"jax": jax.__version__, "rows": rows}, indent=1))
+    return 0
+
+
+def compare_device_counts(args, argv) -> int:
+    """Each CPU device count in a child process (this module, one count each), then the ratios."""
+    import subprocess
+    import sys
+    import tempfile
+
+    if any(n < 1 for n in args.cpu_devices):
+        raise SystemExit("error: --cpu-devices counts must be >= 1")
+    rest, skip = [], False
+    for a in sys.argv[1:] if argv is None else argv:
+        if skip and not a.startswith("-"):
+            continue
+        skip = a == "--cpu-devices"
+        if not skip and not a.startswith("--json"):
+            rest.append(a)
+    results = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in args.cpu_devices:
+            out = Path(tmp) / f"d{n}.json"
+            code = (
+                "import sys; from hackmatrix_env.devices import use_cpu_cores; "
+                f"use_cpu_cores({n}); from hackmatrix_train.bench import main; "
+                "sys.exit(main(sys.argv[1:]))"
+            )
+            print(f"--- {n} CPU device(s) ---", flush=True)
+            subprocess.run([sys.executable, "-c", code, *rest, "--json", str(out)], check=True)
+            results[n] = json.loads(out.read_text())["rows"]
+    base = args.cpu_devices[-1]
+    print(f"steps/s ratio to {base} device(s), same run:")
+    for n, rows in results.items():
+        for row, ref in zip(rows, results[base], strict=True):
+            ratio = row["steps_per_second"] / ref["steps_per_second"]
+            print(
+                f"  {n} device(s) {row['network']} {row['num_envs']} envs: "
+                f"{row['steps_per_second']:,.0f} steps/s  x{ratio:.2f}"
+            )
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps({str(n): r for n, r in results.items()}, indent=1))
     return 0
 
 

@@ -36,6 +36,53 @@ def on_restored_board(state) -> jax.Array:
     return cell != Content.EXIT
 
 
+def new_tally(state, num_episodes: int, num_actions: int) -> dict:
+    """Per-episode accumulators of ``tally_step`` for episodes starting from ``state``."""
+    n = num_episodes
+    return {
+        "alive": jnp.ones(n, bool),
+        "ret": jnp.zeros(n, jnp.float32),
+        "length": jnp.zeros(n, jnp.int32),
+        "stage": getattr(state, "stage", jnp.zeros(n, jnp.int8)).astype(jnp.int32),
+        "won": jnp.zeros(n, bool),
+        "actions": jnp.zeros((n, num_actions), jnp.int32),
+        "exit_completions": jnp.zeros(n, jnp.int32),
+        "quirk_completions": jnp.zeros(n, jnp.int32),
+    }
+
+
+def tally_step(acc: dict, state_before, action, reward, terminated, truncated, info) -> dict:
+    """Add one batched env step to the episodes' accumulators; finished episodes stay frozen.
+
+    A stage completion (victory included) counts under ``quirk_completions`` when it starts from
+    a board restored across a stage change (``on_restored_board``), else ``exit_completions``.
+    """
+    n, num_actions = acc["actions"].shape
+    alive = acc["alive"]
+    rb = info.get("reward_breakdown")
+    if rb is not None and rb.shape[-1] > VICTORY_COMPONENT:
+        won = rb[:, VICTORY_COMPONENT] > 0
+        completed = (rb[:, STAGE_COMPONENT] > 0) & ~won
+    else:
+        won = jnp.zeros(n, bool)
+        completed = jnp.zeros(n, bool)
+    stage_before = getattr(state_before, "stage", jnp.zeros(n, jnp.int8)).astype(jnp.int32)
+    reached = jnp.minimum(stage_before + completed.astype(jnp.int32), 8)
+    finished = alive & (completed | won)
+    restored = on_restored_board(state_before)
+    played = jnp.where(alive[:, None], jax.nn.one_hot(action, num_actions, dtype=jnp.int32), 0)
+    return {
+        "alive": alive & ~(terminated | truncated),
+        "ret": acc["ret"] + jnp.where(alive, reward, 0.0),
+        "length": acc["length"] + alive.astype(jnp.int32),
+        "stage": jnp.where(alive, jnp.maximum(acc["stage"], reached), acc["stage"]),
+        "won": acc["won"] | (alive & won),
+        "actions": acc["actions"] + played,
+        "exit_completions": acc["exit_completions"] + (finished & ~restored),
+        "quirk_completions": acc["quirk_completions"] + (finished & restored),
+    }
+
+
 def make_evaluate(env, env_params, apply_fn, num_episodes: int, max_steps: int, greedy: bool):
     """Jitted ``evaluate(params, key) -> dict of per-episode numpy-able arrays``.
 
@@ -60,53 +107,17 @@ def make_evaluate(env, env_params, apply_fn, num_episodes: int, max_steps: int, 
         obs, state = jax.vmap(env.reset, in_axes=(0, None))(
             jax.random.split(k_reset, num_episodes), env_params
         )
-        num_actions = obs.action_mask.shape[-1]
-        n = num_episodes
-        stage0 = getattr(state, "stage", jnp.zeros(n, jnp.int8)).astype(jnp.int32)
-        carry0 = {
-            "alive": jnp.ones(n, bool),
-            "ret": jnp.zeros(n, jnp.float32),
-            "length": jnp.zeros(n, jnp.int32),
-            "stage": stage0,
-            "won": jnp.zeros(n, bool),
-            "actions": jnp.zeros((n, num_actions), jnp.int32),
-            "exit_completions": jnp.zeros(n, jnp.int32),
-            "quirk_completions": jnp.zeros(n, jnp.int32),
-        }
+        carry0 = new_tally(state, num_episodes, obs.action_mask.shape[-1])
 
         def body(c, key):
             obs, state, acc = c
             k_pol, k_env = jax.random.split(key)
             action = policy(params, obs, k_pol)
-            stage_before = getattr(state, "stage", jnp.zeros(n, jnp.int8)).astype(jnp.int32)
-            restored = on_restored_board(state)
-            obs, state, reward, term, trunc, info = step_fn(
-                jax.random.split(k_env, n), state, action, env_params
+            new_obs, new_state, reward, term, trunc, info = step_fn(
+                jax.random.split(k_env, num_episodes), state, action, env_params
             )
-            alive = acc["alive"]
-            rb = info.get("reward_breakdown")
-            if rb is not None and rb.shape[-1] > VICTORY_COMPONENT:
-                won = rb[:, VICTORY_COMPONENT] > 0
-                completed = (rb[:, STAGE_COMPONENT] > 0) & ~won
-            else:
-                won = jnp.zeros(n, bool)
-                completed = jnp.zeros(n, bool)
-            reached = jnp.minimum(stage_before + completed.astype(jnp.int32), 8)
-            finished = alive & (completed | won)  # every stage completion, victory included
-            acc = {
-                "alive": alive & ~(term | trunc),
-                "ret": acc["ret"] + jnp.where(alive, reward, 0.0),
-                "length": acc["length"] + alive.astype(jnp.int32),
-                "stage": jnp.where(alive, jnp.maximum(acc["stage"], reached), acc["stage"]),
-                "won": acc["won"] | (alive & won),
-                "actions": acc["actions"]
-                + jnp.where(
-                    alive[:, None], jax.nn.one_hot(action, num_actions, dtype=jnp.int32), 0
-                ),
-                "exit_completions": acc["exit_completions"] + (finished & ~restored),
-                "quirk_completions": acc["quirk_completions"] + (finished & restored),
-            }
-            return (obs, state, acc), None
+            acc = tally_step(acc, state, action, reward, term, trunc, info)
+            return (new_obs, new_state, acc), None
 
         (_, _, acc), _ = jax.lax.scan(
             body, (obs, state, carry0), jax.random.split(k_run, max_steps)

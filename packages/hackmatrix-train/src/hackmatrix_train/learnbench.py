@@ -1,11 +1,14 @@
-"""``hm-train-learn``: the learning benchmark (fixed env-step budget, several seeds, vs random).
+"""``hm-bench learn`` (``hm-train-learn``): the learning benchmark of a config over several seeds.
 
-Trains the given config (default: the CLI defaults) for ``--total-timesteps`` with each seed,
-reusing one compiled trainer, recording the logged metrics after every chunk. Then evaluates each
-final policy, sampled and greedy (argmax over the valid actions), and the uniform random masked
-policy on the same number of episodes. Writes ``curves.csv``, ``summary.json`` and
-``learning_curve.png`` into ``--out``; ``--save-checkpoints DIR`` also keeps each seed's final
-trainer state as a checkpoint that ``hm-eval`` reads.
+Trains the given config (default: ``hm-train``'s defaults, the preset "default") for its
+``--total-timesteps`` with each seed, reusing one compiled trainer and recording the logged
+metrics after every chunk. Each final policy then gets the evaluation protocol of ``hm-train``'s
+end-of-run evaluation: ``--final-eval-episodes`` greedy episodes from stage 1 with the fixed key
+``--final-eval-seed`` (and the sampled policy on the same key), next to the uniform random masked
+policy. Writes into ``--out`` (default ``docs/results``): ``curves_<tag>.csv``,
+``summary_<tag>.json``, ``results_<tag>.md`` (the table the README shows) and
+``learning_curve_<tag>.png``. ``--combine SUMMARY.json ...`` merges the summaries (and curves) of
+runs of one config made separately, e.g. one seed per machine, into the same outputs.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -30,7 +34,20 @@ EVAL_KEYS = ("return_mean", "stage_mean", "stage_3plus_frac", "siphons_per_episo
 SUMMARY_KEYS = (("return", "return_mean"), ("stage", "stage_mean"),
                 ("siphons_per_episode", "siphons_per_episode"),
                 ("programs_per_episode", "programs_per_episode"),
-                ("stage_3plus_frac", "stage_3plus_frac"))  # fmt: skip
+                ("stage_3plus_frac", "stage_3plus_frac"), ("stage_5plus_frac", "stage_5plus_frac"),
+                ("win_rate", "win_rate"),
+                ("non_undo_programs_per_episode", "non_undo_programs_per_episode"),
+                ("distinct_programs_used", "distinct_programs_used"))  # fmt: skip
+# results_<tag>.md: one row per seed, then the mean; (header, summary key, format)
+TABLE_COLUMNS = (
+    ("return", "return_mean", "{:+.2f}"), ("mean stage", "stage_mean", "{:.2f}"),
+    ("stage 3+", "stage_3plus_frac", "{:.0%}"), ("stage 5+", "stage_5plus_frac", "{:.0%}"),
+    ("wins", "win_rate", "{:.1%}"), ("siphons/ep", "siphons_per_episode", "{:.2f}"),
+    ("programs/ep", "programs_per_episode", "{:.2f}"),
+    ("non-UNDO programs/ep", "non_undo_programs_per_episode", "{:.2f}"),
+    ("distinct programs", "distinct_programs_used", "{:d}"),
+    ("completions exit / UNDO quirk", None, None),
+)  # fmt: skip
 
 
 def _brief(ev: dict) -> str:
@@ -41,15 +58,154 @@ def _brief(ev: dict) -> str:
     )
 
 
+def aggregate(finals: list[dict]) -> dict:
+    """``<kind>_<name>: {mean, std, per_seed}`` over the seeds' final evaluations."""
+    import numpy as np
+
+    out = {}
+    for kind in ("sampled", "greedy"):
+        for name, key in SUMMARY_KEYS:
+            vals = [r[kind][key] for r in finals if key in r[kind]]
+            if vals:
+                out[f"{kind}_{name}"] = {
+                    "mean": float(np.mean(vals)), "std": float(np.std(vals)), "per_seed": vals,
+                }  # fmt: skip
+    return out
+
+
+def results_table(summary: dict, kind: str = "greedy") -> str:
+    """The markdown table of the final evaluations: one row per seed and the mean over seeds."""
+    finals = summary["final"]
+    head = ["seed", *(c[0] for c in TABLE_COLUMNS), "train min", "where"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+
+    def cells(ev: dict) -> list[str]:
+        row = []
+        for _, key, fmt in TABLE_COLUMNS:
+            if key is None:
+                row.append(
+                    f"{ev.get('stage_completions_by_exit', 0)} / "
+                    f"{ev.get('stage_completions_by_undo_quirk', 0)}"
+                )
+            else:
+                row.append(fmt.format(ev[key]) if key in ev else "-")
+        return row
+
+    for r in finals:
+        minutes = r.get("train_seconds", float("nan")) / 60
+        lines.append(
+            "| " + " | ".join([str(r["seed"]), *cells(r[kind]), f"{minutes:.0f}",
+                               r.get("hardware", "")]) + " |"
+        )  # fmt: skip
+    agg = aggregate(finals)
+    mean_row = []
+    for _, key, fmt in TABLE_COLUMNS:
+        name = next((n for n, k in SUMMARY_KEYS if k == key), None)
+        a = agg.get(f"{kind}_{name}") if name else None
+        if a is None:
+            tot = [sum(r[kind].get(k, 0) for r in finals) for k in (
+                "stage_completions_by_exit", "stage_completions_by_undo_quirk")]  # fmt: skip
+            mean_row.append(f"{tot[0]} / {tot[1]} (sum)")
+        else:
+            value = a["mean"]
+            mean_row.append(
+                fmt.format(round(value)) if fmt == "{:d}" else fmt.format(value)
+            )  # fmt: skip
+    lines.append("| **mean** | " + " | ".join(mean_row) + " | | |")
+    rand = summary.get("random")
+    if rand:
+        rr = cells(rand)
+        lines.append("| random masked | " + " | ".join(rr) + " | | |")
+    return "\n".join(lines)
+
+
+def write_outputs(summary: dict, rows: list[dict], out: Path, tag: str) -> None:
+    """``curves_<tag>.csv``, ``summary_<tag>.json``, ``results_<tag>.md``, the curve PNG."""
+    out.mkdir(parents=True, exist_ok=True)
+    if rows:
+        fields = list(dict.fromkeys(k for r in rows for k in r))
+        with open(out / f"curves_{tag}.csv", "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=fields, restval="")
+            w.writeheader()
+            w.writerows(rows)
+        plot_curves(rows, summary.get("random", {}), out / f"learning_curve_{tag}.png", tag)
+    (out / f"summary_{tag}.json").write_text(json.dumps(summary, indent=1))
+    cfg = summary["config"]
+    text = [
+        f"# Learning benchmark: {tag}",
+        "",
+        f"{summary['env_steps']:,} env steps per seed, seeds {summary['seeds']}; evaluation: "
+        f"{cfg.get('final_eval_episodes')} greedy episodes from stage 1 per seed, key "
+        f"{cfg.get('final_eval_seed')} (the same for every seed); the canonical game reward.",
+        "",
+        results_table(summary, "greedy"),
+        "",
+        "Sampled policy (same episodes and key):",
+        "",
+        results_table(summary, "sampled"),
+        "",
+        f"Reproduce: `{summary.get('command', 'uv run hm-bench learn')}`",
+        "",
+    ]
+    (out / f"results_{tag}.md").write_text("\n".join(text))
+
+
+def read_curves(path: Path) -> list[dict]:
+    """Rows of a ``curves_*.csv`` with numbers parsed (empty cells stay empty strings)."""
+    rows = []
+    with open(path, newline="") as f:
+        for r in csv.DictReader(f):
+            parsed = {}
+            for k, v in r.items():
+                try:
+                    parsed[k] = float(v) if v != "" else ""
+                except ValueError:
+                    parsed[k] = v
+            for k in ("seed", "update", "env_steps"):
+                if parsed.get(k, "") != "":
+                    parsed[k] = int(parsed[k])
+            rows.append(parsed)
+    return rows
+
+
+def combine(paths: list[str], out: Path, tag: str) -> dict:
+    """Merge separately made runs of one config (e.g. one seed per machine) into one result."""
+    summaries = [json.loads(Path(p).read_text()) for p in paths]
+    base = summaries[0]
+    for other in summaries[1:]:
+        a = {k: v for k, v in other["config"].items() if k not in ("seed", "notes")}
+        b = {k: v for k, v in base["config"].items() if k not in ("seed", "notes")}
+        if a != b:
+            diff = sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
+            raise ValueError(f"--combine: the runs' configs differ in {diff}")
+    finals = [f for s in summaries for f in s["final"]]
+    seeds = [f["seed"] for f in finals]
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"--combine: a seed appears twice: {seeds}")
+    rows = []
+    for p in paths:
+        csv_path = Path(p).with_name(Path(p).name.replace("summary_", "curves_", 1))
+        csv_path = csv_path.with_suffix(".csv")
+        if csv_path.exists():
+            rows += read_curves(csv_path)
+    summary = {
+        **base, "tag": tag, "seeds": seeds, "final": finals, **aggregate(finals),
+        "combined_from": [Path(p).name for p in paths],
+    }  # fmt: skip
+    write_outputs(summary, rows, out, tag)
+    return summary
+
+
 def main(argv=None) -> int:
     from hackmatrix_train import compile_cache
-    from hackmatrix_train.cli import build_parser, config_from_args, warm_start
+    from hackmatrix_train.cli import build_parser, config_from_args, cpu_device_count, warm_start
 
     p = argparse.ArgumentParser(prog="hm-train-learn", description=__doc__)
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    p.add_argument("--episodes", type=int, default=64, help="evaluation episodes per policy")
-    p.add_argument("--out", default="docs/train")
+    p.add_argument("--episodes", type=int, default=64, help="episodes of each --eval-every check")
+    p.add_argument("--out", default="docs/results")
     p.add_argument("--tag", default="default", help="name of this experiment in the outputs")
+    p.add_argument("--hardware", default=None, help="machine name recorded with each seed")
     p.add_argument(
         "--eval-every",
         type=int,
@@ -61,36 +217,61 @@ def main(argv=None) -> int:
         "--save-checkpoints", default=None, metavar="DIR",
         help="save each seed's final state to DIR/<tag>_seed<seed> (for hm-eval)",
     )  # fmt: skip
+    p.add_argument(
+        "--combine", nargs="+", default=None, metavar="SUMMARY",
+        help="merge these summary_*.json files (one config, other seeds) instead of training",
+    )  # fmt: skip
     args, rest = p.parse_known_args(argv)
+    if args.combine:
+        try:
+            combine(args.combine, Path(args.out), args.tag)
+        except (ValueError, OSError, KeyError) as e:
+            p.error(str(e))
+        print(f"wrote {args.out}/results_{args.tag}.md, summary_{args.tag}.json")
+        return 0
     train_args = build_parser().parse_args(rest)
     cfg, explicit = config_from_args(train_args)
+    if not train_args.distributed:
+        from hackmatrix_env.devices import usable_cores, use_cpu_cores
+
+        use_cpu_cores(train_args.cpu_devices or cpu_device_count(cfg, usable_cores()))
     compile_cache.enable_from_args(train_args)
+
+    import platform
 
     import jax
     import jax.numpy as jnp
-    import numpy as np
 
     from hackmatrix_train.config import describe_plan, plan
-    from hackmatrix_train.evaluate import make_evaluate, summarize
+    from hackmatrix_train.evaluate import evaluate_params, make_evaluate, summarize
     from hackmatrix_train.loop import make_train
 
     cfg = plan(cfg, explicit, jax.device_count(), jax.default_backend())
     trainer = make_train(cfg)
     print(describe_plan(cfg, trainer.num_devices), flush=True)
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     names = trainer.program_names
+    hardware = args.hardware or (
+        f"{jax.default_backend()} x{trainer.num_devices} ({platform.machine()}, "
+        f"{jax.devices()[0].device_kind})"
+    )
     max_steps = int(trainer.env_params.max_steps_in_episode)
-    # One compiled evaluator (sampled policy). The random masked policy is the same network with
-    # all-zero params: logits 0 -> uniform over valid actions (saves a second env compilation).
-    # A curriculum run (--start-stage-max) trains on wrapped resets; evaluate on the bare env.
+    # A curriculum run (--start-stage-max) trains on wrapped resets; evaluate on the bare env at
+    # stage 1: the protocol of hm-train's end-of-run evaluation.
     eval_env = getattr(trainer.env, "unwrapped", trainer.env)
+    eval_params = trainer.env_params.replace(start_stage=1)
     ev_sampled = make_evaluate(
-        eval_env, trainer.env_params, trainer.network.apply, args.episodes, max_steps, False
+        eval_env, eval_params, trainer.network.apply, args.episodes, max_steps, False
     )
     ev_greedy = make_evaluate(
-        eval_env, trainer.env_params, trainer.network.apply, args.episodes, max_steps, True
+        eval_env, eval_params, trainer.network.apply, args.episodes, max_steps, True
     )
+
+    def protocol(params, greedy: bool) -> dict:
+        return evaluate_params(
+            eval_env, eval_params, trainer.network.apply, params, cfg.final_eval_episodes,
+            cfg.final_eval_seed, greedy=greedy, program_names=names,
+        )  # fmt: skip
 
     rows, finals = [], []
     t_start = time.perf_counter()
@@ -143,12 +324,14 @@ def main(argv=None) -> int:
                 flush=True,
             )
         train_seconds = time.perf_counter() - t0
-        key = jax.random.key(10_000 + seed)
+        params = jax.device_get(runner.params)
         res = {
             "seed": seed,
-            "sampled": summarize(jax.device_get(ev_sampled(runner.params, key)), names),
-            "greedy": summarize(jax.device_get(ev_greedy(runner.params, key)), names),
+            "greedy": protocol(params, True),
+            "sampled": protocol(params, False),
             "train_seconds": train_seconds,
+            "steps_per_second": update * cfg.batch_size / train_seconds,
+            "hardware": hardware,
         }
         finals.append(res)
         for kind in ("sampled", "greedy"):
@@ -166,39 +349,23 @@ def main(argv=None) -> int:
                 meta,
             )
             print(f"seed {seed}: checkpoint {path}", flush=True)
-    zeros = jax.tree.map(jnp.zeros_like, runner.params)
-    rand = summarize(jax.device_get(ev_sampled(zeros, jax.random.key(99))), names)
+    zeros = jax.tree.map(jnp.zeros_like, jax.device_get(runner.params))
+    # all-zero params: logits 0, i.e. the uniform policy over valid actions
+    rand = protocol(zeros, False)
     print(f"random masked policy: return {rand['return_mean']:.3f}", flush=True)
-
-    fields = list(dict.fromkeys(k for r in rows for k in r))
-    with open(out / f"curves_{args.tag}.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=fields, restval="")
-        w.writeheader()
-        w.writerows(rows)
-
-    def agg(kind, key):
-        vals = [r[kind][key] for r in finals]
-        return {"mean": float(np.mean(vals)), "std": float(np.std(vals)), "per_seed": vals}
-
     summary = {
         "tag": args.tag,
         "config": cfg.to_dict(),
         "seeds": args.seeds,
         "env_steps": trainer.num_updates * cfg.batch_size,
         "wall_seconds": time.perf_counter() - t_start,
+        "command": "uv run hm-bench learn " + " ".join(sys.argv[1:] if argv is None else argv),
         "random": rand,
         "final": finals,
-        **{
-            f"{kind}_{name}": agg(kind, key)
-            for kind in ("sampled", "greedy")
-            for name, key in SUMMARY_KEYS
-        },
+        **aggregate(finals),
     }
-    (out / f"summary_{args.tag}.json").write_text(json.dumps(summary, indent=1))
-    plot_curves(rows, rand, out / f"learning_curve_{args.tag}.png", args.tag)
-    print(
-        f"wrote {out}/curves_{args.tag}.csv, summary_{args.tag}.json, learning_curve_{args.tag}.png"
-    )
+    write_outputs(summary, rows, out, args.tag)
+    print(f"wrote {out}/results_{args.tag}.md, summary_{args.tag}.json, curves, learning curve")
     return 0
 
 
@@ -232,8 +399,8 @@ def plot_curves(rows: list[dict], rand: dict, path: Path, title: str) -> None:
         ret_keys.append(("eval_greedy/return_mean", "PPO, eval (stage 1, greedy)"))
         stage_keys.append(("eval_greedy/stage_mean", "PPO, eval (stage 1, greedy)"))
     panels = [
-        (axes[0], ret_keys, "mean episode return", rand["return_mean"]),
-        (axes[1], stage_keys, "mean stage reached", rand["stage_mean"]),
+        (axes[0], ret_keys, "mean episode return", rand.get("return_mean")),
+        (axes[1], stage_keys, "mean stage reached", rand.get("stage_mean")),
         (
             axes[2],
             [
