@@ -60,6 +60,7 @@ class Episode:
     stage: int = 1
     end: str = "unfinished"
     scenario: dict | None = None
+    states: list = field(default_factory=list)  # host states per frame, if asked to keep them
 
     def summary(self) -> dict:
         return {
@@ -202,11 +203,13 @@ def play(
     rows=None,
     forced: dict[int, list[int]] | None = None,
     scenarios: dict[int, dict] | None = None,
+    keep_states: bool = False,
 ) -> list[Episode]:
     """Record the episodes ``rows`` (default all) of a batch of ``batch`` under ``seed``.
 
     ``forced[i]`` replays episode ``i``'s logged actions (the episode stops when the log
-    does); ``scenarios[i]`` starts episode ``i`` from a ``setState`` object.
+    does); ``scenarios[i]`` starts episode ``i`` from a ``setState`` object. ``keep_states``
+    also keeps each frame's host state (without the UNDO snapshots) in ``Episode.states``.
     """
     rows = np.arange(batch) if rows is None else np.asarray(rows, np.int64)
     if rows.size == 0:
@@ -220,6 +223,7 @@ def play(
     first = jax.device_get(_trim(state))
     for j, ep in enumerate(episodes):
         ep.frames.append(frame(_row(first, j)))
+        ep.states += [_row(first, j)] if keep_states else []
         ep.stage = int(first.stage[j])
     alive = np.ones(len(rows), bool)
     host_obs_mask = np.asarray(obs.action_mask)
@@ -241,6 +245,7 @@ def play(
             ep.frames.append(
                 frame(s, action[j], host_obs_mask[j], probs[j], value[j], reward[j], breakdown[j])
             )
+            ep.states += [s] if keep_states else []
             ep.actions.append(int(action[j]))
             ep.ret += float(reward[j])
             ep.stage = max(ep.stage, min(int(s.stage), NUM_STAGES))
