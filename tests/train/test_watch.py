@@ -1,7 +1,8 @@
 """hm-watch / hm-eval --replay: recorded episodes, action logs, and the HTML replay in Chromium.
 
-One batch shape (3 episodes of at most 40 steps) everywhere, so the env step compiles once
-per process; the browser tests share one headless Chromium.
+Every recording here steps one row at a time (episodes of at most 40 steps), like hm-play
+and action-log replays, so the env step compiles once per test process; the browser tests
+share one headless Chromium.
 """
 
 from __future__ import annotations
@@ -32,8 +33,9 @@ PARAMS = EnvParams(max_steps_in_episode=MAX_STEPS)
 
 @pytest.fixture(scope="module")
 def recorded():
-    """Three random-policy episodes, with their states."""
-    return E.play(E.Stepper(PARAMS), None, SEED, BATCH, keep_states=True)
+    """Three random-policy episodes (indices 0, 1, 2 of a batch of 3), with their states."""
+    stepper = E.Stepper(PARAMS)
+    return [E.play(stepper, None, SEED, BATCH, [i], keep_states=True)[0] for i in range(BATCH)]
 
 
 def test_frames_follow_the_recorded_states(recorded):
@@ -112,12 +114,12 @@ def test_eval_replay_shows_the_episodes_hm_eval_scores(tmp_path):
     cfg = TrainConfig(hidden_dim=16, num_layers=1, max_steps_in_episode=MAX_STEPS, no_wandb=True)
     params = write_params_export(tmp_path / "run", cfg)
     out, summary = tmp_path / "eval.html", tmp_path / "eval.json"
-    argv = [str(params), "--episodes", str(BATCH), "--seed", str(SEED), "--sampled",
+    argv = [str(params), "--episodes", "1", "--seed", str(SEED), "--greedy",
             "--json", str(summary), "--replay", str(out), "--no-compile-cache"]  # fmt: skip
     assert eval_main(argv) == 0
     s = json.loads(summary.read_text())
     eps = [e["summary"] for e in replay_json(out)["episodes"]]
-    assert len(eps) == BATCH
+    assert len(eps) == 1
     returns = np.array([e["return"] for e in eps])
     assert returns.mean() == pytest.approx(s["return_mean"], abs=1e-3)
     assert returns.min() == pytest.approx(s["return_min"], abs=1e-3)
@@ -129,21 +131,42 @@ def test_eval_replay_shows_the_episodes_hm_eval_scores(tmp_path):
     assert all(f["value"] is not None for f in frames[1:])  # a network has a value head
 
 
-def test_hm_watch_writes_html_actions_and_gif(recorded, tmp_path):
+def test_hm_watch_replays_an_action_log_with_a_gif(recorded, tmp_path):
     from PIL import Image
 
-    out, log, gif = tmp_path / "r.html", tmp_path / "a.json", tmp_path / "r.gif"
+    log, out, gif = tmp_path / "a.json", tmp_path / "r.html", tmp_path / "r.gif"
+    log.write_text(json.dumps(E.action_log(recorded, SEED, BATCH, PARAMS)))
     shortest = int(np.argmin([len(ep.frames) for ep in recorded]))
-    argv = ["--random", "--episodes", str(BATCH), "--seed", str(SEED),
-            "--max-steps-in-episode", str(MAX_STEPS), "--out", str(out), "--save-actions", str(log),
-            "--gif", str(gif), "--gif-episode", str(shortest), "--no-compile-cache"]  # fmt: skip
+    argv = ["--actions", str(log), "--out", str(out), "--gif", str(gif),
+            "--gif-episode", str(shortest), "--no-compile-cache"]  # fmt: skip
     assert watch_main(argv) == 0
-    assert json.loads(log.read_text()) == E.action_log(recorded, SEED, BATCH, PARAMS)
-    assert [e["summary"] for e in replay_json(out)["episodes"]] == [ep.summary() for ep in recorded]
+    shown = replay_json(out)["episodes"]
+    assert [e["summary"] for e in shown] == [ep.summary() for ep in recorded]
+    assert [e["frames"] for e in shown] == [ep.frames for ep in recorded]
     with Image.open(gif) as im:
         assert im.n_frames == len(recorded[shortest].frames)
-    assert watch_main(["--out", str(out)]) == 2  # no policy given: a message, not a crash
-    assert watch_main(["--random", "--episodes", "0", "--out", str(out)]) == 2
+
+
+def test_hm_watch_random_policy_and_its_log(tmp_path):
+    out, log = tmp_path / "r.html", tmp_path / "a.json"
+    argv = ["--random", "--episodes", "1", "--seed", "9", "--max-steps-in-episode",
+            str(MAX_STEPS), "--out", str(out), "--save-actions", str(log), "--no-compile-cache"]  # fmt: skip
+    assert watch_main(argv) == 0
+    (shown,) = replay_json(out)["episodes"]
+    (logged,) = E.read_action_log(log)["episodes"]
+    assert [f["action"] for f in shown["frames"][1:]] == logged["actions"]
+    assert shown["summary"]["length"] == len(logged["actions"]) >= 1
+
+
+def test_hm_watch_bad_arguments_get_a_message(tmp_path, capsys):
+    out = str(tmp_path / "r.html")
+    assert watch_main(["--out", out]) == 2  # no policy
+    assert watch_main(["--random", "--episodes", "0", "--out", out]) == 2
+    assert watch_main(["--random", "--start-stage", "9", "--out", out]) == 2
+    assert watch_main(["--actions", str(tmp_path / "missing.json"), "--out", out]) == 2
+    assert watch_main([str(tmp_path / "no-such-run"), "--out", out]) == 2
+    err = capsys.readouterr().err
+    assert err.count("error:") == 5 and "Traceback" not in err
 
 
 # --------------------------------------------------------------------------- the browser

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -97,14 +96,13 @@ def _reset(keys, env_params):
     return jax.vmap(_ENV.reset, in_axes=(0, None))(keys, env_params)
 
 
-@partial(jax.jit, static_argnames=("batch",))
-def _advance(env_params, state, action, k_env, rows, *, batch: int):
-    """One ``step_env`` per row with its batch key (module doc); no auto-reset.
+@jax.jit
+def _advance(env_params, state, action, env_keys):
+    """One ``step_env`` per row with its env key (module doc); no auto-reset.
 
-    Module level, so every ``Stepper`` shares the compiled program (the env step is the
-    costly compile).
+    Module level and free of the batch size, so every ``Stepper`` and every batch with the
+    same number of rows share one compiled program (the env step is the costly compile).
     """
-    env_keys = jax.random.split(k_env, batch)[rows]
     step_keys = jax.vmap(lambda k: jax.random.split(k)[0])(env_keys)
     obs, state, reward, terminated, info = jax.vmap(_ENV.step_env, in_axes=(0, 0, 0, None))(
         step_keys, state, action, env_params
@@ -161,9 +159,8 @@ class Stepper:
         action, probs, value = self._decide(params, obs, k_pol)
         if forced is not None:
             action = jnp.asarray(forced, jnp.int32)
-        obs, state, trimmed, out = _advance(
-            self.env_params, state, action, k_env, jnp.asarray(rows), batch=batch
-        )
+        env_keys = jax.random.split(k_env, batch)[jnp.asarray(rows)]
+        obs, state, trimmed, out = _advance(self.env_params, state, action, env_keys)
         host = jax.device_get((trimmed, action, probs, value, out))
         return obs, state, *host
 
@@ -346,9 +343,13 @@ def replay_log(log: dict, stepper: Stepper | None = None, params=None) -> list[E
         stepper = Stepper(env_params)
     elif stepper.env_params != env_params:
         stepper = Stepper(env_params, stepper.apply_fn, stepper.greedy)
-    eps = log["episodes"]
-    forced = {ep["index"]: ep["actions"] for ep in eps}
-    scenarios = {ep["index"]: ep["scenario"] for ep in eps if "scenario" in ep}
-    return play(
-        stepper, params, log["seed"], log["batch"], [ep["index"] for ep in eps], forced, scenarios
-    )
+    # One episode at a time: each replay is exact whatever the others are, and every log
+    # runs the same compiled one-row step (hm-play's too).
+    episodes = []
+    for ep in log["episodes"]:
+        i = ep["index"]
+        scenarios = {i: ep["scenario"]} if "scenario" in ep else None
+        episodes += play(
+            stepper, params, log["seed"], log["batch"], [i], {i: ep["actions"]}, scenarios
+        )
+    return episodes

@@ -18,6 +18,8 @@ then); its UNDO key uses the binary's full-state commands.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
 import json
 import os
 import sys
@@ -39,7 +41,7 @@ ARROWS = {"UP": "↑", "DOWN": "↓", "LEFT": "←", "RIGHT": "→"}
 PROGRAM_KEYS = "1234567890bcefgijklmoprtvyz"  # owned programs in list order
 COMMAND_KEYS = {"u": "undo", "n": "new", "q": "quit", "?": "help", "h": "help"}
 VICTORY = REWARD_COMPONENTS.index("victory")
-CELL_WIDTH = 8
+CELL_WIDTH = 9
 
 
 # --------------------------------------------------------------------------- screen
@@ -59,7 +61,9 @@ def _cell_lines(items: list[dict]) -> tuple[str, str, str]:
         elif k == "data_siphon":
             main, code = "DS", "95;1"
         elif k == "block":
-            main = {"data": f"#{it['points']}", "question": "?"}.get(it["block"], it["program"])
+            main = {"data": f"#{it['points']}", "question": "?"}.get(
+                it["block"], f"[{it['program']}]"
+            )
             code = {"data": "94;1", "question": "33;1"}.get(it["block"], "35;1")
             extras.append("*" if it["siphoned"] else "")
         elif k == "resource":
@@ -326,11 +330,15 @@ class Keys:
         if self._saved is not None:
             import termios
 
-            termios.tcsetattr(self.fd, termios.TCSADRAIN, self._saved)
+            with contextlib.suppress(termios.error):  # a terminal that hung up needs nothing
+                termios.tcsetattr(self.fd, termios.TCSADRAIN, self._saved)
             self._saved = None
 
     def _byte(self) -> str | None:
-        b = os.read(self.fd, 1)
+        try:
+            b = os.read(self.fd, 1)
+        except OSError:  # a terminal that went away (EIO) reads as the end of input
+            return None
         return b.decode("latin-1") if b else None
 
     def read(self) -> str | None:
@@ -369,8 +377,9 @@ def resolve_key(key: str, mask: np.ndarray, owned: list[str]) -> tuple[int | Non
     return int(action), None
 
 
-def run(game, keys: Keys, out=sys.stdout, color: bool = False, clear: bool = False) -> int:
-    """The interactive loop; returns the exit status."""
+def run(game, keys: Keys, out=None, color: bool = False, clear: bool = False) -> int:
+    """The interactive loop (writes to ``out``, default stdout); returns the exit status."""
+    out = sys.stdout if out is None else out
     message, last, ended = "", None, None
 
     def draw():
@@ -457,6 +466,13 @@ def _load_scenario(path: str | None) -> dict | None:
     return d
 
 
+def _is_terminal(stream) -> bool:
+    try:
+        return os.isatty(stream.fileno())
+    except (AttributeError, OSError, ValueError):  # a stream with no file (captured output)
+        return False
+
+
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     compile_cache.enable_from_args(args)
@@ -471,8 +487,6 @@ def main(argv=None) -> int:
     if args.max_steps < 1:
         print("error: --max-steps must be >= 1", file=sys.stderr)
         return 2
-    tty = os.isatty(sys.stdout.fileno())
-    color = tty and not args.no_color and not os.environ.get("NO_COLOR")
     try:
         scenario = _load_scenario(args.scenario)
         if args.swift:
@@ -482,10 +496,16 @@ def main(argv=None) -> int:
     except (ValueError, RuntimeError, ImportError) as e:  # bad input, Swift binary errors
         print(f"error: {e}", file=sys.stderr)
         return 2
+    tty = _is_terminal(sys.stdout)
+    color = tty and not args.no_color and not os.environ.get("NO_COLOR")
     keys = Keys(sys.stdin.fileno())
     try:
-        status = run(game, keys, color=color, clear=tty and color)
+        status = run(game, keys, color=color, clear=color)
     except KeyboardInterrupt:
+        status = 0
+    except OSError as e:  # the terminal hung up (EIO): nothing left to talk to
+        if e.errno != errno.EIO:
+            raise
         status = 0
     finally:
         keys.close()
