@@ -5,7 +5,7 @@ downloaded. Example (the README's picture)::
 
     uv run hm-watch checkpoints/<run> --episodes 4 --out replay.html
     uv run python packages/hackmatrix-train/scripts/replay_screenshot.py replay.html \
-        docs/images/replay.png --episode 0 --step 12
+        docs/images/replay.png --episode 0 --step 25
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def main(argv=None) -> int:
     p.add_argument("--episode", type=int, default=0, help="position in the episode list")
     p.add_argument("--step", type=int, default=-1, help="frame to show (-1: the middle)")
     p.add_argument("--width", type=int, default=1400)
-    p.add_argument("--height", type=int, default=900)
+    p.add_argument("--height", type=int, default=1000)
     args = p.parse_args(argv)
     drv = chromium_driver(args.width, args.height)
     try:

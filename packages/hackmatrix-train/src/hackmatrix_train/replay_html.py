@@ -285,6 +285,7 @@ function drawSpark() {
   const pts = ys.map((y, i) => `${(i / n * 600).toFixed(1)},${(42 - (y - lo) / (hi - lo) * 38).toFixed(1)}`);
   el("line", {x1: 0, x2: 600, y1: 42 - (0 - lo) / (hi - lo) * 38, y2: 42 - (0 - lo) / (hi - lo) * 38, stroke: "#232c3d"}, svg);
   el("polyline", {points: pts.join(" "), fill: "none", stroke: "#38e1ff", "stroke-width": 1.6}, svg);
+  el("text", {x: 4, y: 10, "font-size": 9, fill: "#56627a"}, svg, "episode return " + fmt(cum, 2));
   el("line", {id: "spark-cursor", x1: 0, x2: 0, y1: 0, y2: 46, stroke: "#ffd166", "stroke-width": 1.2}, svg);
 }
 function show() {
@@ -329,15 +330,15 @@ function buildLegend() {
     ["cryptog", {kind: "enemy", type: "cryptog", hp: 2, max_hp: 2}],
     ["hidden cryptog", {kind: "enemy", type: "cryptog", hp: 2, max_hp: 2, hidden: true}],
     ["stunned", {kind: "enemy", type: "virus", hp: 1, max_hp: 2, stunned: true}],
-    ["last seen cryptog", {kind: "cryptog_hint"}], ["transmission (turns)", {kind: "transmission", type: "virus", countdown: 2}],
+    ["last seen cryptog", {kind: "cryptog_hint"}], ["transmission (turns)", {kind: "transmission", type: "virus", countdown: 2}, "2 58 40 40"],
     ["data block (points)", {kind: "block", block: "data", points: 4}], ["program block", {kind: "block", block: "program", program: "push"}],
-    ["question block", {kind: "block", block: "question"}], ["credits / energy", {kind: "resource", resource: "credits", amount: 2}],
+    ["question block", {kind: "block", block: "question"}], ["credits / energy", {kind: "resource", resource: "credits", amount: 2}, "54 -1 44 36"],
     ["data siphon", {kind: "data_siphon"}], ["exit", {kind: "exit"}], ["siphoned cell", {kind: "siphoned", center: true}],
   ];
   const box = document.getElementById("legend");
-  for (const [name, it] of items) {
+  for (const [name, it, view] of items) {
     const d = document.createElement("div");
-    const svg = el("svg", {viewBox: "0 0 100 100"}, d);
+    const svg = el("svg", {viewBox: view || "0 0 100 100"}, d);
     el("rect", {x: 4, y: 4, width: 92, height: 92, rx: 9, fill: PAL.cell}, svg);
     drawItem(svg, it, 0, 0, 0, 1).removeAttribute("class");
     d.appendChild(document.createTextNode(name));
@@ -372,9 +373,9 @@ _PAGE = """<!DOCTYPE html>
  <section class="panel">
   <svg id="board" viewBox="0 0 640 640" role="img" aria-label="board"></svg>
   <div class="controls">
-   <button id="first" title="first (Home)">|◀</button><button id="prev" title="back (←)">◀</button>
-   <button id="play" title="play/pause (space)">▶</button><button id="next" title="forward (→)">▶▶</button>
-   <button id="last" title="last (End)">▶|</button>
+   <button id="first" title="first (Home)">«</button><button id="prev" title="back (←)">‹</button>
+   <button id="play" title="play/pause (space)">▶</button><button id="next" title="forward (→)">›</button>
+   <button id="last" title="last (End)">»</button>
    <input id="scrub" type="range" min="0" max="0" value="0" aria-label="step">
    <select id="speed" title="speed"><option value="600">slow</option>
     <option value="250" selected>normal</option><option value="80">fast</option></select>
