@@ -129,6 +129,12 @@ def test_eval_replay_shows_the_episodes_hm_eval_scores(tmp_path):
     )
     frames = replay_json(out)["episodes"][0]["frames"]
     assert all(f["value"] is not None for f in frames[1:])  # a network has a value head
+    # hm-watch with the same checkpoint, seed and count plays the same episode
+    watched = tmp_path / "watch.html"
+    argv = [str(params), "--episodes", "1", "--seed", str(SEED), "--out", str(watched),
+            "--no-compile-cache"]  # fmt: skip
+    assert watch_main(argv) == 0
+    assert replay_json(watched)["episodes"] == replay_json(out)["episodes"]
 
 
 def test_hm_watch_replays_an_action_log_with_a_gif(recorded, tmp_path):

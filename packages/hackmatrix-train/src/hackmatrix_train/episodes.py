@@ -39,6 +39,7 @@ from hackmatrix_env.constants import (
     NUM_STAGES,
     REWARD_COMPONENTS,
 )
+from hackmatrix_env.stage import trim_history
 from hackmatrix_env.viewer import scene
 
 from hackmatrix_train.network import masked_categorical
@@ -84,10 +85,6 @@ def end_cause(invalid: bool, victory: bool, hp: int, truncated: bool) -> str | N
     return None
 
 
-def _trim(state):
-    return state.replace(history=state.history.replace(snapshots=None))
-
-
 _ENV = HackMatrix()  # no configuration: every instance is the same env (env.py)
 
 
@@ -109,7 +106,7 @@ def _advance(env_params, state, action, env_keys):
     )
     truncated = state.time >= env_params.max_steps_in_episode
     out = (reward, terminated, truncated, info["reward_breakdown"], info["invalid_action"])
-    return obs, state, _trim(state), out
+    return obs, state, trim_history(state), out
 
 
 class Stepper:
@@ -215,9 +212,9 @@ def play(
         raise ValueError(f"episode indices must be in 0..{batch - 1}, got {rows.tolist()}")
     obs, state = stepper.reset(seed, batch, rows)
     if scenarios:
-        obs, state = _start_from_scenarios(stepper, obs, state, rows, scenarios)
+        obs, state = start_from_scenarios(stepper, obs, state, rows, scenarios)
     episodes = [Episode(int(i), scenario=(scenarios or {}).get(int(i))) for i in rows]
-    first = jax.device_get(_trim(state))
+    first = jax.device_get(trim_history(state))
     for j, ep in enumerate(episodes):
         ep.frames.append(frame(_row(first, j)))
         ep.states += [_row(first, j)] if keep_states else []
@@ -259,7 +256,7 @@ def play(
     return episodes
 
 
-def _start_from_scenarios(stepper: Stepper, obs, state, rows, scenarios: dict[int, dict]):
+def start_from_scenarios(stepper: Stepper, obs, state, rows, scenarios: dict[int, dict]):
     """Replace the rows that have a ``setState`` scenario by that state and its observation."""
     from hackmatrix_env.observation import observe
     from hackmatrix_env.scenario import state_from_json

@@ -175,17 +175,18 @@ class JaxGame:
 
     def new(self, seed: int) -> None:
         import jax
+        from hackmatrix_env.stage import trim_history
 
-        from hackmatrix_train.episodes import _start_from_scenarios, _trim
+        from hackmatrix_train.episodes import start_from_scenarios
 
         self.seed = seed
         self.obs, self.state = self.stepper.reset(seed, 1, np.array([0]))
         if self.scenario is not None:
-            self.obs, self.state = _start_from_scenarios(
+            self.obs, self.state = start_from_scenarios(
                 self.stepper, self.obs, self.state, [0], {0: self.scenario}
             )
         self.keys = self.stepper.run_keys(seed)
-        self.host = jax.tree.map(lambda x: x[0], jax.device_get(_trim(self.state)))
+        self.host = jax.tree.map(lambda x: x[0], jax.device_get(trim_history(self.state)))
         self.actions, self.history, self.last_action = [], [], None
 
     def mask(self) -> np.ndarray:
