@@ -147,3 +147,38 @@ def test_end_of_input_quits_cleanly(stage8_scenario, monkeypatch):
 def test_bad_arguments_get_a_message(argv, message, capsys):
     assert play.main(argv) == 2
     assert message in capsys.readouterr().err
+
+
+def swift_binary_or_skip() -> str:
+    """The Swift headless binary ($HACKMATRIX_SWIFT_BIN, else ours, built if stale)."""
+    import shutil
+
+    if os.environ.get("HACKMATRIX_SWIFT_BIN"):
+        return os.environ["HACKMATRIX_SWIFT_BIN"]
+    if shutil.which("swift") is None:
+        pytest.skip("no Swift toolchain and no HACKMATRIX_SWIFT_BIN")
+    from hackmatrix_parity.build import ensure_swift_binary
+
+    return str(ensure_swift_binary())
+
+
+def screens(argv: list[str], keys: list[str], monkeypatch) -> list[str]:
+    """Every screen hm-play shows for ``keys``, the first one included."""
+    term = Terminal([*argv, "--no-compile-cache"], monkeypatch)
+    shown = [term.read_until("legal:", FIRST_SCREEN_TIMEOUT)]
+    for key in keys:
+        shown.append(term.send(key, ""))
+    term.finish(b"q")
+    return shown
+
+
+def test_swift_shows_the_same_game_as_jax(stage8_scenario, monkeypatch):
+    """Differential: the same keys on --swift draw the same screens (board, HUD, rewards)."""
+    binary = swift_binary_or_skip()
+    keys = ["z", "1", "s", "a", "u", "u", "\x1b[A", "w", "d"]
+    jax_screens = screens(["--scenario", str(stage8_scenario)], keys, monkeypatch)
+    swift_screens = screens(
+        ["--swift", "--swift-bin", binary, "--scenario", str(stage8_scenario)], keys, monkeypatch
+    )
+    assert "GAME OVER: victory" in jax_screens[-2]
+    assert swift_screens == jax_screens
