@@ -5,7 +5,7 @@ downloaded. Example (the README's picture)::
 
     uv run hm-watch checkpoints/<run> --episodes 4 --out replay.html
     uv run python packages/hackmatrix-train/scripts/replay_screenshot.py replay.html \
-        docs/images/replay.png --episode 0 --step 25
+        docs/images/replay.png   # the best-return episode, its middle step
 """
 
 from __future__ import annotations
@@ -39,7 +39,9 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("html", type=Path)
     p.add_argument("png", type=Path)
-    p.add_argument("--episode", type=int, default=0, help="position in the episode list")
+    p.add_argument(
+        "--episode", type=int, default=-1, help="position in the episode list (-1: best return)"
+    )
     p.add_argument("--step", type=int, default=-1, help="frame to show (-1: the middle)")
     p.add_argument("--width", type=int, default=1400)
     p.add_argument("--height", type=int, default=1000)
@@ -48,7 +50,11 @@ def main(argv=None) -> int:
     try:
         drv.get(args.html.resolve().as_uri())
         last = drv.execute_script(
-            "pick(arguments[0]); return DATA.episodes[ep].frames.length - 1;", args.episode
+            """let i = arguments[0];
+               if (i < 0) i = DATA.episodes.reduce((b, e, k, all) =>
+                 e.summary.return > all[b].summary.return ? k : b, 0);
+               pick(i); return DATA.episodes[ep].frames.length - 1;""",
+            args.episode,
         )
         step = last // 2 if args.step < 0 else min(args.step, last)
         drv.execute_script("go(arguments[0]);", step)
@@ -56,7 +62,7 @@ def main(argv=None) -> int:
         drv.save_screenshot(str(args.png))
     finally:
         drv.quit()
-    print(f"wrote {args.png} (episode {args.episode}, step {step} of {last})")
+    print(f"wrote {args.png} (step {step} of {last})")
     return 0
 
 
