@@ -252,6 +252,19 @@ class HackMatrix(environment.Environment[EnvState, EnvParams]):
         on_exit = state.grid.content[r, c] == Content.EXIT
         return (state.player.hp == 0) | ((state.stage >= NUM_STAGES) & on_exit)
 
+    # ------------------------------------------------------------------ rendering
+
+    def render(self, state: EnvState, params: EnvParams | None = None):
+        """``(fig, ax)``: a matplotlib picture of one state (gymnax's convention).
+
+        Host only and never called by ``step``; needs matplotlib (``hackmatrix_env.viewer``,
+        which also has ``rgb_array`` for video wrappers).
+        """
+        from hackmatrix_env import viewer
+
+        del params
+        return viewer.draw(state)
+
     # ------------------------------------------------------------------ spaces
 
     def action_space(self, params: EnvParams | None = None) -> spaces.Discrete:

@@ -130,6 +130,24 @@ class HackMatrixJumanji(Environment[State, specs.DiscreteArray, Observation]):
         )
         return State(game=game, key=key), timestep
 
+    def render(self, state: State, save_path: str | None = None):
+        """uint8[H, W, 3]: a picture of ``state`` (board and HUD); ``save_path`` writes a PNG.
+
+        Host only (``hackmatrix_env.viewer``, matplotlib); never called by ``step``.
+        """
+        from hackmatrix_env import viewer
+
+        image = viewer.rgb_array(state)
+        if save_path is not None:
+            viewer.save_image(image, save_path)
+        return image
+
+    def animate(self, states, interval: int = 200, save_path: str | None = None):
+        """A matplotlib ``FuncAnimation`` of ``states``; ``save_path`` (``.gif``) writes it."""
+        from hackmatrix_env import viewer
+
+        return viewer.animate(states, interval, save_path)
+
     @cached_property
     def observation_spec(self) -> specs.Spec[Observation]:
         """``Observation(player, programs, grid, action_mask)`` (module docstring)."""

@@ -430,6 +430,7 @@ def build_eval_parser() -> argparse.ArgumentParser:
     p.add_argument("--start-stage", type=int, default=None, help="override the run's start stage")
     p.add_argument("--max-steps-in-episode", type=int, default=None)
     p.add_argument("--json", default=None, help="write the summary JSON here ('-' = stdout)")
+    p.add_argument("--replay", default=None, help="write an HTML replay of the episodes here")
     compile_cache.add_arguments(p)
     return p
 
@@ -514,6 +515,10 @@ def eval_main(argv=None) -> int:
         else:
             Path(args.json).parent.mkdir(parents=True, exist_ok=True)
             Path(args.json).write_text(text)
+    if args.replay:
+        from hackmatrix_train.watch import write_eval_replay
+
+        print(f"wrote {write_eval_replay(args.replay, args.checkpoint, args.episodes, args.greedy, args.seed, args.start_stage, args.max_steps_in_episode, args.random)}")  # fmt: skip
     return 0
 
 

@@ -1,0 +1,352 @@
+"""Record whole episodes frame by frame (host loop over jitted steps), and action logs.
+
+A recorded episode is what the HTML replay, the GIF and the action log are made of: per
+frame the ``hackmatrix_env.viewer.scene`` of the state, the action that led to it, the
+policy's probabilities over the legal actions and its value estimate at the state the
+action was chosen from, the mask of that state, and the step's 15 reward components.
+
+Keys follow ``evaluate.make_evaluate`` exactly, so ``record_episodes`` plays the very
+episodes ``hm-eval`` scores with the same seed and episode count (a test checks the returns)::
+
+    k_reset, k_run = split(key(seed));  reset key of episode i = split(k_reset, batch)[i]
+    step t: k_pol, k_env = split(split(k_run, max_steps)[t]);  env key = split(k_env, batch)[i]
+
+(the env key goes to gymnax's ``step``, whose non-reset half is ``step_env(split(key)[0])``).
+An action log (``ACTIONS_FORMAT``, JSON) therefore needs only the seed, the batch size, the
+step limit, each episode's index in the batch and its actions to be replayed exactly::
+
+    {"format": "hackmatrix-actions/1", "seed": 0, "batch": 4, "max_steps": 1000,
+     "start_stage": 1, "history_depth": 16,
+     "episodes": [{"index": 0, "actions": [3, 3, 4, ...]}, ...]}
+
+An episode may add ``"scenario"``: a ``setState`` object (interface §5.7) it starts from
+instead of the reset (``hm-play --scenario`` writes those).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from hackmatrix_env import EnvParams, HackMatrix
+from hackmatrix_env.constants import (
+    NUM_ACTIONS,
+    NUM_STAGES,
+    REWARD_COMPONENTS,
+)
+from hackmatrix_env.stage import trim_history
+from hackmatrix_env.viewer import scene
+
+from hackmatrix_train.network import masked_categorical
+
+ACTIONS_FORMAT = "hackmatrix-actions/1"
+VICTORY = REWARD_COMPONENTS.index("victory")
+TOP_K = 6  # policy probabilities kept per frame
+
+
+@dataclass
+class Episode:
+    """One recorded episode: frames (JSON-ready dicts) and its summary."""
+
+    index: int
+    frames: list[dict] = field(default_factory=list)
+    actions: list[int] = field(default_factory=list)
+    ret: float = 0.0
+    stage: int = 1
+    end: str = "unfinished"
+    scenario: dict | None = None
+    states: list = field(default_factory=list)  # host states per frame, if asked to keep them
+
+    def summary(self) -> dict:
+        return {
+            "index": self.index,
+            "return": round(self.ret, 4),
+            "length": len(self.actions),
+            "stage": self.stage,
+            "end": self.end,
+        }
+
+
+def end_cause(invalid: bool, victory: bool, hp: int, truncated: bool) -> str | None:
+    """Why an episode ended after a step, or None if it goes on (interface §1 step 7)."""
+    if invalid:
+        return "invalid action"
+    if victory:
+        return "victory"
+    if hp == 0:
+        return "died"
+    if truncated:
+        return "time limit"
+    return None
+
+
+_ENV = HackMatrix()  # no configuration: every instance is the same env (env.py)
+
+
+@jax.jit
+def _reset(keys, env_params):
+    return jax.vmap(_ENV.reset, in_axes=(0, None))(keys, env_params)
+
+
+@jax.jit
+def _advance(env_params, state, action, env_keys):
+    """One ``step_env`` per row with its env key (module doc); no auto-reset.
+
+    Module level and free of the batch size, so every ``Stepper`` and every batch with the
+    same number of rows share one compiled program (the env step is the costly compile).
+    """
+    step_keys = jax.vmap(lambda k: jax.random.split(k)[0])(env_keys)
+    obs, state, reward, terminated, info = jax.vmap(_ENV.step_env, in_axes=(0, 0, 0, None))(
+        step_keys, state, action, env_params
+    )
+    truncated = state.time >= env_params.max_steps_in_episode
+    out = (reward, terminated, truncated, info["reward_breakdown"], info["invalid_action"])
+    return obs, state, trim_history(state), out
+
+
+class Stepper:
+    """Jitted policy-and-step over a batch of envs, shared by hm-watch, hm-eval and hm-play.
+
+    ``apply_fn=None`` is the uniform masked policy (no value estimate). Compiled programs are
+    cached per ``(batch size, row count)``; build one ``Stepper`` per policy and reuse it.
+    """
+
+    def __init__(self, env_params: EnvParams, apply_fn=None, greedy: bool = True):
+        self.env_params = env_params
+        self.apply_fn = apply_fn
+        self.greedy = bool(greedy)
+        self._decide = jax.jit(self._decide_impl)
+
+    def _decide_impl(self, params, obs, key):
+        """``(action int32[m], probs f32[m, 28], value f32[m])`` as ``make_evaluate`` decides."""
+        mask = obs.action_mask
+        if self.apply_fn is None:
+            logits = jnp.zeros(mask.shape, jnp.float32)
+            value = jnp.full(mask.shape[:-1], jnp.nan, jnp.float32)
+        else:
+            logits, value = self.apply_fn(params, obs)
+        pi = masked_categorical(logits, mask)
+        if self.greedy and self.apply_fn is not None:
+            action = jnp.argmax(pi.logits, axis=-1).astype(jnp.int32)
+        else:
+            action = pi.sample(seed=key).astype(jnp.int32)
+        return action, pi.probs, value
+
+    def reset(self, seed: int, batch: int, rows: np.ndarray):
+        """``(obs, state)`` of the rows' fresh games under the evaluation key scheme."""
+        k_reset, _ = jax.random.split(jax.random.key(seed))
+        return _reset(jax.random.split(k_reset, batch)[jnp.asarray(rows)], self.env_params)
+
+    def run_keys(self, seed: int) -> jax.Array:
+        _, k_run = jax.random.split(jax.random.key(seed))
+        return jax.random.split(k_run, int(self.env_params.max_steps_in_episode))
+
+    def step(self, params, obs, state, run_key, batch: int, rows, forced=None):
+        """One policy decision and env step for the rows; ``forced`` overrides the actions.
+
+        Returns ``(obs, state, trimmed host state, action, probs, value, outcome)`` where
+        ``outcome`` is host numpy ``(reward, terminated, truncated, breakdown, invalid)``.
+        """
+        k_pol, k_env = jax.random.split(run_key)
+        action, probs, value = self._decide(params, obs, k_pol)
+        if forced is not None:
+            action = jnp.asarray(forced, jnp.int32)
+        env_keys = jax.random.split(k_env, batch)[jnp.asarray(rows)]
+        obs, state, trimmed, out = _advance(self.env_params, state, action, env_keys)
+        host = jax.device_get((trimmed, action, probs, value, out))
+        return obs, state, *host
+
+
+def _row(tree, i: int):
+    return jax.tree.map(lambda x: x[i], tree)
+
+
+def top_probs(probs: np.ndarray, mask: np.ndarray, k: int = TOP_K) -> list[list]:
+    """``[[action, prob], ...]``: the ``k`` most likely legal actions, most likely first."""
+    legal = np.flatnonzero(mask)
+    order = legal[np.argsort(-probs[legal], kind="stable")][:k]
+    return [[int(a), round(float(probs[a]), 4)] for a in order]
+
+
+def frame(state, action=None, mask=None, probs=None, value=None, reward=0.0, breakdown=None):
+    """One JSON-ready frame: the scene after ``action`` and what led to it (module doc)."""
+    out: dict[str, Any] = {"scene": scene(state, action)}
+    if action is not None:
+        value = None if value is None or not np.isfinite(value) else round(float(value), 4)
+        out.update(
+            action=int(action),
+            reward=round(float(reward), 5),
+            breakdown=[round(float(x), 5) for x in breakdown],
+            mask="".join("1" if m else "0" for m in mask),
+            probs=top_probs(probs, mask) if probs is not None else [],
+            value=value,
+        )
+    return out
+
+
+def play(
+    stepper: Stepper,
+    params,
+    seed: int,
+    batch: int,
+    rows=None,
+    forced: dict[int, list[int]] | None = None,
+    scenarios: dict[int, dict] | None = None,
+    keep_states: bool = False,
+) -> list[Episode]:
+    """Record the episodes ``rows`` (default all) of a batch of ``batch`` under ``seed``.
+
+    ``forced[i]`` replays episode ``i``'s logged actions (the episode stops when the log
+    does); ``scenarios[i]`` starts episode ``i`` from a ``setState`` object. ``keep_states``
+    also keeps each frame's host state (without the UNDO snapshots) in ``Episode.states``.
+    """
+    rows = np.arange(batch) if rows is None else np.asarray(rows, np.int64)
+    if rows.size == 0:
+        raise ValueError("no episodes to play")
+    if rows.min() < 0 or rows.max() >= batch:
+        raise ValueError(f"episode indices must be in 0..{batch - 1}, got {rows.tolist()}")
+    obs, state = stepper.reset(seed, batch, rows)
+    if scenarios:
+        obs, state = start_from_scenarios(stepper, obs, state, rows, scenarios)
+    episodes = [Episode(int(i), scenario=(scenarios or {}).get(int(i))) for i in rows]
+    first = jax.device_get(trim_history(state))
+    for j, ep in enumerate(episodes):
+        ep.frames.append(frame(_row(first, j)))
+        ep.states += [_row(first, j)] if keep_states else []
+        ep.stage = int(first.stage[j])
+    alive = np.ones(len(rows), bool)
+    host_obs_mask = np.asarray(obs.action_mask)
+    for t, run_key in enumerate(stepper.run_keys(seed)):
+        force = None
+        if forced is not None:
+            logs = [forced.get(int(i), []) for i in rows]
+            alive &= np.array([t < len(log) for log in logs])
+            if not alive.any():
+                break
+            force = np.array([log[t] if t < len(log) else 0 for log in logs], np.int32)
+        obs, state, trimmed, action, probs, value, out = stepper.step(
+            params, obs, state, run_key, batch, rows, force
+        )
+        reward, _, truncated, breakdown, invalid = out
+        for j in np.flatnonzero(alive):
+            ep = episodes[j]
+            s = _row(trimmed, j)
+            ep.frames.append(
+                frame(s, action[j], host_obs_mask[j], probs[j], value[j], reward[j], breakdown[j])
+            )
+            ep.states += [s] if keep_states else []
+            ep.actions.append(int(action[j]))
+            ep.ret += float(reward[j])
+            ep.stage = max(ep.stage, min(int(s.stage), NUM_STAGES))
+            cause = end_cause(
+                bool(invalid[j]), breakdown[j][VICTORY] > 0, int(s.player.hp), bool(truncated[j])
+            )
+            if cause is not None:
+                ep.end, alive[j] = cause, False
+        host_obs_mask = np.asarray(obs.action_mask)
+        if not alive.any():
+            break
+    for j in np.flatnonzero(alive):
+        episodes[j].end = "end of log" if forced is not None else "unfinished"
+    return episodes
+
+
+def start_from_scenarios(stepper: Stepper, obs, state, rows, scenarios: dict[int, dict]):
+    """Replace the rows that have a ``setState`` scenario by that state and its observation."""
+    from hackmatrix_env.observation import observe
+    from hackmatrix_env.scenario import state_from_json
+
+    depth = stepper.env_params.history_depth
+    for j, i in enumerate(rows):
+        if int(i) in scenarios:
+            s = state_from_json(scenarios[int(i)], history_depth=depth)
+            state = jax.tree.map(lambda b, x, j=j: b.at[j].set(x), state, s)
+            obs = jax.tree.map(lambda b, x, j=j: b.at[j].set(x), obs, observe(s))
+    return obs, state
+
+
+# --------------------------------------------------------------------------- action logs
+
+
+def action_log(episodes: list[Episode], seed: int, batch: int, env_params: EnvParams) -> dict:
+    """The ``ACTIONS_FORMAT`` object that replays ``episodes`` exactly (module doc)."""
+    return {
+        "format": ACTIONS_FORMAT,
+        "seed": int(seed),
+        "batch": int(batch),
+        "max_steps": int(env_params.max_steps_in_episode),
+        "start_stage": int(env_params.start_stage),
+        "history_depth": int(env_params.history_depth),
+        "episodes": [
+            {"index": ep.index, "actions": list(ep.actions)}
+            | ({"scenario": ep.scenario} if ep.scenario is not None else {})
+            for ep in episodes
+        ],
+    }
+
+
+def read_action_log(path: str | Path) -> dict:
+    """Load and check an action log; a ``ValueError`` names what is wrong."""
+    try:
+        log = json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise ValueError(f"no action log at {path}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ValueError(f"{path} is not JSON: {e}") from None
+    if not isinstance(log, dict) or log.get("format") != ACTIONS_FORMAT:
+        raise ValueError(f"{path}: not a {ACTIONS_FORMAT} action log")
+    for key in ("seed", "batch", "max_steps", "start_stage", "history_depth"):
+        if not isinstance(log.get(key), int) or isinstance(log.get(key), bool):
+            raise ValueError(f"{path}: '{key}' must be an integer")
+    if log["batch"] < 1 or log["max_steps"] < 1 or not 1 <= log["start_stage"] <= NUM_STAGES:
+        raise ValueError(f"{path}: batch and max_steps must be >= 1, start_stage in 1..8")
+    episodes = log.get("episodes")
+    if not isinstance(episodes, list) or not episodes:
+        raise ValueError(f"{path}: 'episodes' must be a non-empty list")
+    indices = [ep.get("index") if isinstance(ep, dict) else None for ep in episodes]
+    if len(set(map(repr, indices))) != len(indices):
+        raise ValueError(f"{path}: two episodes share an index")
+    for n, ep in enumerate(episodes):
+        where = f"{path}: episodes[{n}]"
+        if not isinstance(ep, dict) or not isinstance(ep.get("index"), int):
+            raise ValueError(f"{where} needs an integer 'index'")
+        if not 0 <= ep["index"] < log["batch"]:
+            raise ValueError(f"{where}.index must be in 0..{log['batch'] - 1}")
+        acts = ep.get("actions")
+        if not isinstance(acts, list) or not all(
+            isinstance(a, int) and not isinstance(a, bool) and 0 <= a < NUM_ACTIONS for a in acts
+        ):
+            raise ValueError(f"{where}.actions must be a list of action indices 0..27")
+        if len(acts) > log["max_steps"]:
+            raise ValueError(f"{where} has more actions than max_steps")
+        if "scenario" in ep and not isinstance(ep["scenario"], dict):
+            raise ValueError(f"{where}.scenario must be a setState object")
+    return log
+
+
+def replay_log(log: dict, stepper: Stepper | None = None, params=None) -> list[Episode]:
+    """Replay an action log's episodes; ``stepper`` (a policy) adds its probabilities."""
+    env_params = EnvParams(
+        max_steps_in_episode=log["max_steps"],
+        start_stage=log["start_stage"],
+        history_depth=log["history_depth"],
+    )
+    if stepper is None:
+        stepper = Stepper(env_params)
+    elif stepper.env_params != env_params:
+        stepper = Stepper(env_params, stepper.apply_fn, stepper.greedy)
+    # One episode at a time: each replay is exact whatever the others are, and every log
+    # runs the same compiled one-row step (hm-play's too).
+    episodes = []
+    for ep in log["episodes"]:
+        i = ep["index"]
+        scenarios = {i: ep["scenario"]} if "scenario" in ep else None
+        episodes += play(
+            stepper, params, log["seed"], log["batch"], [i], {i: ep["actions"]}, scenarios
+        )
+    return episodes

@@ -1,0 +1,185 @@
+"""``hm-watch``: play or replay episodes and write one self-contained HTML replay (and a GIF).
+
+Policies: a checkpoint's (greedy or sampled), the uniform masked random policy
+(``--random``), or a saved action log (``--actions``, format in ``episodes.py``; with a
+checkpoint too, the page shows what that policy thinks of each logged action)::
+
+    uv run hm-watch checkpoints/<run> --episodes 4 --out replay.html
+    uv run hm-watch --random --episodes 3 --seed 1 --out replay.html --gif replay.gif
+    uv run hm-watch --actions game.json --out game.html
+
+The episodes are exactly the ones ``hm-eval`` scores with the same checkpoint, seed,
+episode count, greedy/sampled mode and step limit (``episodes.py`` shares its keys).
+``hm-eval --replay FILE`` calls ``write_eval_replay`` for that.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from hackmatrix_train import compile_cache
+
+EVAL_REPLAY_EPISODES = 20  # hm-eval --replay keeps the page small: the first 20 episodes
+
+
+def load_policy(path, start_stage=None, max_steps=None):
+    """``(apply_fn, params, env_params, meta)`` of a checkpoint, as ``hm-eval`` loads it."""
+    import jax
+    from hackmatrix_env import EnvParams, HackMatrix
+
+    from hackmatrix_train import checkpoint as ckpt
+    from hackmatrix_train.config import TrainConfig
+    from hackmatrix_train.network import make_network
+
+    flat, meta = ckpt.load_params(path)
+    cfg = TrainConfig.from_dict(meta["config"])
+    env_params = EnvParams(
+        max_steps_in_episode=cfg.max_steps_in_episode if max_steps is None else max_steps,
+        start_stage=cfg.start_stage if start_stage is None else start_stage,
+        history_depth=cfg.history_depth,
+    )
+    obs, _ = jax.eval_shape(HackMatrix().reset, jax.random.key(0), env_params)
+    net = make_network(cfg.network, obs.action_mask.shape[-1], cfg.hidden_dim, cfg.num_layers)
+    one = jax.tree.map(lambda s: jax.ShapeDtypeStruct((1, *s.shape), s.dtype), obs)
+    template = jax.eval_shape(net.init, jax.random.key(0), one)
+    params = ckpt.unflatten_state(flat, template, source=str(path))
+    return net.apply, params, env_params, meta
+
+
+def _check_env_args(start_stage, max_steps) -> None:
+    if start_stage is not None and not 1 <= start_stage <= 8:
+        raise ValueError(f"--start-stage must be in 1..8, got {start_stage}")
+    if max_steps is not None and max_steps < 1:
+        raise ValueError(f"--max-steps-in-episode must be >= 1, got {max_steps}")
+
+
+def record(
+    checkpoint=None, random=False, actions=None, episodes=4, greedy=True, seed=0,
+    start_stage=None, max_steps=None,
+):  # fmt: skip
+    """``(episodes, description, action log)`` for the chosen policy (module doc)."""
+    from hackmatrix_env import EnvParams
+
+    from hackmatrix_train import episodes as ep_mod
+
+    _check_env_args(start_stage, max_steps)
+    if episodes < 1:
+        raise ValueError(f"--episodes must be >= 1, got {episodes}")
+    apply_fn, params, env_params, what = None, None, None, "random masked policy"
+    if checkpoint is not None and not random:
+        apply_fn, params, env_params, meta = load_policy(checkpoint, start_stage, max_steps)
+        mode = "greedy" if greedy else "sampled"
+        what = f"{Path(checkpoint).name} ({mode}, update {meta.get('update')})"
+    if actions is not None:
+        log = ep_mod.read_action_log(actions)
+        log_params = EnvParams(
+            max_steps_in_episode=log["max_steps"],
+            start_stage=log["start_stage"],
+            history_depth=log["history_depth"],
+        )
+        stepper = ep_mod.Stepper(log_params, apply_fn, greedy)
+        eps = ep_mod.replay_log(log, stepper, params)
+        policy = f", probabilities of {what}" if apply_fn is not None else ""
+        return eps, f"replay of {Path(actions).name}{policy}", log
+    if apply_fn is None:
+        if not random:
+            raise ValueError("give a checkpoint, --random or --actions FILE")
+        env_params = EnvParams(
+            max_steps_in_episode=1000 if max_steps is None else max_steps,
+            start_stage=1 if start_stage is None else start_stage,
+        )
+    stepper = ep_mod.Stepper(env_params, apply_fn, greedy)
+    eps = ep_mod.play(stepper, params, seed, episodes)
+    return eps, f"{what}, seed {seed}", ep_mod.action_log(eps, seed, episodes, env_params)
+
+
+def write_gif(path, episode, interval: int = 250) -> Path:
+    """Animate one recorded episode's frames (pillow, no download)."""
+    from hackmatrix_env.viewer import animate_scenes
+
+    animate_scenes([f["scene"] for f in episode.frames], interval, path)
+    return Path(path)
+
+
+def write_eval_replay(path, checkpoint, episodes, greedy, seed, start_stage, max_steps, random):
+    """``hm-eval --replay``: the HTML replay of the first evaluated episodes (module doc)."""
+    from hackmatrix_train import episodes as ep_mod
+    from hackmatrix_train.replay_html import write_html
+
+    _check_env_args(start_stage, max_steps)
+    apply_fn, params, env_params, meta = load_policy(checkpoint, start_stage, max_steps)
+    stepper = ep_mod.Stepper(env_params, None if random else apply_fn, greedy)
+    rows = range(min(episodes, EVAL_REPLAY_EPISODES))
+    eps = ep_mod.play(stepper, params, seed, episodes, rows)
+    mode = "random" if random else ("greedy" if greedy else "sampled")
+    shown = f"first {len(eps)} of {episodes}" if len(eps) < episodes else f"{episodes}"
+    sub = f"hm-eval {Path(checkpoint).name} ({mode}, update {meta.get('update')}), seed {seed}, {shown} episodes"
+    return write_html(path, eps, subtitle=sub)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="hm-watch",
+        description="Play (or replay) HackMatrix episodes and write a self-contained HTML replay.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    p.add_argument("checkpoint", nargs="?", help="params.msgpack, ckpt_*.msgpack or a run dir")
+    p.add_argument("--random", action="store_true", help="uniform masked random policy")
+    p.add_argument("--actions", help="replay this action log (hackmatrix-actions/1 JSON)")
+    p.add_argument("--episodes", type=int, default=4, help="episodes to play (the batch size)")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument(
+        "--greedy", dest="greedy", action="store_true", default=True, help="most likely action"
+    )
+    mode.add_argument("--sampled", dest="greedy", action="store_false", help="sample actions")
+    p.add_argument("--seed", type=int, default=0, help="as hm-eval's --seed: same episodes")
+    p.add_argument("--start-stage", type=int, default=None, help="override the run's start stage")
+    p.add_argument("--max-steps-in-episode", type=int, default=None, help="step limit")
+    p.add_argument("--out", default="replay.html", help="the HTML replay to write")
+    p.add_argument("--save-actions", default=None, help="also write the action log here")
+    p.add_argument("--gif", default=None, help="also write an animated GIF of one episode")
+    p.add_argument("--gif-episode", type=int, default=0, help="position of that episode")
+    p.add_argument("--gif-interval", type=int, default=250, help="milliseconds per frame")
+    compile_cache.add_arguments(p)
+    return p
+
+
+def main(argv=None) -> int:
+    import json
+
+    from hackmatrix_train.checkpoint import CheckpointError
+    from hackmatrix_train.replay_html import write_html
+
+    args = build_parser().parse_args(argv)
+    compile_cache.enable_from_args(args)
+    try:
+        eps, what, log = record(
+            args.checkpoint, args.random, args.actions, args.episodes, args.greedy, args.seed,
+            args.start_stage, args.max_steps_in_episode,
+        )  # fmt: skip
+        if args.gif and not 0 <= args.gif_episode < len(eps):
+            raise ValueError(f"--gif-episode must be in 0..{len(eps) - 1}")
+    except (CheckpointError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    out = write_html(args.out, eps, subtitle=what)
+    for ep in eps:
+        s = ep.summary()
+        print(f"episode {s['index']}: return {s['return']:.3f}, {s['length']} steps, "
+              f"stage {s['stage']}, {s['end']}")  # fmt: skip
+    print(f"wrote {out} ({out.stat().st_size / 1e6:.2f} MB)")
+    if args.save_actions:
+        path = Path(args.save_actions)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(log, indent=1))
+        print(f"wrote {path}")
+    if args.gif:
+        gif = write_gif(args.gif, eps[args.gif_episode], args.gif_interval)
+        print(f"wrote {gif}")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
