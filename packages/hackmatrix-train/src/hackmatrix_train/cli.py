@@ -442,7 +442,7 @@ def evaluate_checkpoint(
     """Evaluate a saved policy (or the random masked policy); returns the summary dict.
 
     ``wrap_network(net) -> net`` lets diagnostics alter the loaded policy (e.g. shift logits,
-    ``scripts/siphon_bias.py``); the parameters are loaded into the unwrapped network's shapes.
+    ``benchmarks/siphon_bias.py``); the parameters are loaded into the unwrapped network's shapes.
     """
     import jax
 
