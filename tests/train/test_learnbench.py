@@ -41,3 +41,62 @@ def test_summary_has_every_eval_key_and_stage_3plus_fraction():
     s = summarize(result)
     assert set(EVAL_KEYS) <= s.keys()
     assert s["stage_3plus_frac"] == 0.5  # stages 3 and 5 of four episodes
+
+
+def _summary(seed: int, ret: float, **config) -> dict:
+    ev = {
+        "return_mean": ret, "stage_mean": 3.0 + seed, "stage_3plus_frac": 0.5,
+        "stage_5plus_frac": 0.25, "win_rate": 0.0, "siphons_per_episode": 3.0,
+        "programs_per_episode": 1.0, "non_undo_programs_per_episode": 0.5,
+        "distinct_programs_used": 4 + seed, "stage_completions_by_exit": 10,
+        "stage_completions_by_undo_quirk": seed,
+    }  # fmt: skip
+    return {
+        "tag": f"s{seed}", "config": {"seed": seed, "final_eval_episodes": 256,
+                                      "final_eval_seed": 0, "lr": 5e-4, **config},
+        "seeds": [seed], "env_steps": 1000, "random": dict(ev, return_mean=-3.0),
+        "final": [{"seed": seed, "greedy": ev, "sampled": ev, "train_seconds": 60.0}],
+        "command": "uv run hm-bench learn",
+    }  # fmt: skip
+
+
+def test_combine_merges_seeds_into_one_table(tmp_path):
+    import json
+
+    from hackmatrix_train.learnbench import combine
+
+    paths = []
+    for seed, ret in ((0, 8.0), (1, 10.0)):
+        path = tmp_path / f"summary_s{seed}.json"
+        path.write_text(json.dumps(_summary(seed, ret)))
+        paths.append(str(path))
+    out = tmp_path / "results"
+    summary = combine(paths, out, "both")
+    assert summary["seeds"] == [0, 1]
+    assert summary["greedy_return"]["mean"] == 9.0 and summary["greedy_return"]["per_seed"] == [
+        8,
+        10,
+    ]
+    table = (out / "results_both.md").read_text()
+    rows = [line for line in table.splitlines() if line.startswith("| ")]
+    assert any(r.startswith("| 0 | +8.00") for r in rows)
+    assert any(r.startswith("| 1 | +10.00") for r in rows)
+    assert any(r.startswith("| **mean** | +9.00") and "20 / 1 (sum)" in r for r in rows)
+    assert any(r.startswith("| random masked | -3.00") for r in rows)
+    assert json.loads((out / "summary_both.json").read_text())["combined_from"]
+
+
+def test_combine_refuses_other_configs_and_repeated_seeds(tmp_path):
+    import json
+
+    import pytest
+    from hackmatrix_train.learnbench import combine
+
+    a, b, c = tmp_path / "a.json", tmp_path / "b.json", tmp_path / "c.json"
+    a.write_text(json.dumps(_summary(0, 1.0)))
+    b.write_text(json.dumps(_summary(1, 1.0, lr=1e-3)))
+    c.write_text(json.dumps(_summary(0, 2.0)))
+    with pytest.raises(ValueError, match="differ in \\['lr'\\]"):
+        combine([str(a), str(b)], tmp_path / "o", "x")
+    with pytest.raises(ValueError, match="seed appears twice"):
+        combine([str(a), str(c)], tmp_path / "o", "x")
