@@ -242,3 +242,23 @@ def test_cpu_device_count_splits_envs_and_minibatches_evenly(envs, minibatches, 
     n = cpu_device_count(cfg, cores)
     assert n == want
     validate(cfg.replace(total_timesteps=10**6), n)
+
+
+def test_bench_drops_its_own_flags_before_running_each_device_count():
+    from hackmatrix_train.bench import without_flags
+
+    argv = [
+        "--num-envs",
+        "256",
+        "512",
+        "--cpu-devices",
+        "2",
+        "1",
+        "--json=x.json",
+        "--updates",
+        "3",
+    ]
+    assert without_flags(argv, ("--cpu-devices", "--json")) == [
+        "--num-envs", "256", "512", "--updates", "3",
+    ]  # fmt: skip
+    assert without_flags(["--json", "a", "--env", "probe"], ("--json",)) == ["--env", "probe"]

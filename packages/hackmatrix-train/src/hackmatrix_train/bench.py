@@ -128,6 +128,20 @@ def main(argv=None) -> int:
     return 0
 
 
+def without_flags(argv: list[str], flags: tuple[str, ...]) -> list[str]:
+    """``argv`` less the given flags and their values (``--flag v ...`` or ``--flag=v``)."""
+    rest, dropping = [], False
+    for a in argv:
+        if a.startswith("-"):
+            dropping = a.split("=", 1)[0] in flags
+            if dropping:
+                continue
+        elif dropping:
+            continue
+        rest.append(a)
+    return rest
+
+
 def compare_device_counts(args, argv) -> int:
     """Each CPU device count in a child process (this module, one count each), then the ratios."""
     import subprocess
@@ -136,13 +150,7 @@ def compare_device_counts(args, argv) -> int:
 
     if any(n < 1 for n in args.cpu_devices):
         raise SystemExit("error: --cpu-devices counts must be >= 1")
-    rest, skip = [], False
-    for a in sys.argv[1:] if argv is None else argv:
-        if skip and not a.startswith("-"):
-            continue
-        skip = a == "--cpu-devices"
-        if not skip and not a.startswith("--json"):
-            rest.append(a)
+    rest = without_flags(sys.argv[1:] if argv is None else argv, ("--cpu-devices", "--json"))
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
         for n in args.cpu_devices:
