@@ -57,9 +57,7 @@ MASK_SLICE = slice(FLAT_FEATURES, FLAT_WITH_MASK)  # the mask's place in the Box
 
 def flatten_with_mask(obs: Observation) -> jax.Array:
     """float32[..., 1573]: ``flatten_observation(obs)`` then ``obs.action_mask`` as 0/1."""
-    return jnp.concatenate(
-        [flatten_observation(obs), obs.action_mask.astype(jnp.float32)], axis=-1
-    )
+    return jnp.concatenate([flatten_observation(obs), obs.action_mask.astype(jnp.float32)], axis=-1)
 
 
 class BoxObservationWrapper(GymnaxWrapper):
@@ -82,9 +80,7 @@ class BoxObservationWrapper(GymnaxWrapper):
         action: int | jax.Array,
         params: EnvParams | None = None,
     ) -> tuple[jax.Array, Any, jax.Array, jax.Array, jax.Array, dict[str, Any]]:
-        obs, state, reward, terminated, truncated, info = self._env.step(
-            key, state, action, params
-        )
+        obs, state, reward, terminated, truncated, info = self._env.step(key, state, action, params)
         info = {**info, "final_observation": flatten_with_mask(info["final_observation"])}
         return flatten_with_mask(obs), state, reward, terminated, truncated, info
 
@@ -105,9 +101,7 @@ class LegacyStepWrapper(GymnaxWrapper):
         action: int | jax.Array,
         params: EnvParams | None = None,
     ) -> tuple[Any, Any, jax.Array, jax.Array, dict[str, Any]]:
-        obs, state, reward, terminated, truncated, info = self._env.step(
-            key, state, action, params
-        )
+        obs, state, reward, terminated, truncated, info = self._env.step(key, state, action, params)
         done = jnp.logical_or(terminated, truncated)
         info = {
             **info,
@@ -134,7 +128,5 @@ def make_legacy_env(
     env = LegacyStepWrapper(
         LogWrapper(FlattenObservationWrapper(BoxObservationWrapper(HackMatrix())))
     )
-    params = EnvParams(
-        max_steps_in_episode=int(max_steps_in_episode), start_stage=int(start_stage)
-    )
+    params = EnvParams(max_steps_in_episode=int(max_steps_in_episode), start_stage=int(start_stage))
     return env, params

@@ -29,7 +29,10 @@ An action the mask forbids is not an error: the game treats it as invalid
 (state unchanged, reward 0, ``terminated``; interface §2). An action that is
 not an integer in 0..27 raises ``ValueError``. Episodes are truncated at
 ``max_episode_steps`` (default 1000) by the game's own clock
-(``EnvParams.max_steps_in_episode``), not by a ``TimeLimit`` wrapper.
+(``EnvParams.max_steps_in_episode``). ``gymnasium.make`` keeps that argument for
+its ``TimeLimit`` wrapper (registered: 1000, the game's default), so
+``gym.make("HackMatrix-v0", max_episode_steps=50)`` truncates at 50 through the
+wrapper; ``gymnasium.make_vec`` hands it to the vector env's game clock.
 
 Randomness (``hackmatrix_env.vector``): ``reset(seed=s)`` starts the game from
 ``jax.random.key(s)``; the vector env seeds game ``i`` with ``s + i``, as
@@ -43,13 +46,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-import gymnasium as gym
 import jax
 import numpy as np
-from gymnasium import spaces
-from gymnasium.envs.registration import register, registry
-from gymnasium.vector import AutoresetMode, VectorEnv
-from gymnasium.vector.utils import batch_space
+
+try:
+    import gymnasium as gym
+    from gymnasium import spaces
+    from gymnasium.envs.registration import register, registry
+    from gymnasium.vector import AutoresetMode, VectorEnv
+    from gymnasium.vector.utils import batch_space
+except ModuleNotFoundError as e:  # the optional extra is missing
+    raise ModuleNotFoundError(
+        f"hackmatrix_env.gymnasium needs {e.name!r}: install the extra, "
+        "pip install 'hackmatrix-env[gymnasium]'"
+    ) from e
 
 from hackmatrix_env.constants import (
     GRID_CHANNELS,
@@ -200,9 +210,10 @@ class HackMatrixEnv(gym.Env):
         """A fresh game: from ``key(seed)``, else the game restarted at the last episode end,
         else the next key of the chain."""
         del options
+        seed = None if seed is None else check_seed(seed)
         super().reset(seed=seed)
         if seed is not None:
-            key = jax.random.key(check_seed(seed))
+            key = jax.random.key(seed)
         elif self._chain is None:
             key = jax.random.key(int(self.np_random.integers(0, 2**62)))
         else:
@@ -373,7 +384,10 @@ class HackMatrixVectorEnv(VectorEnv):
                 final_info[k] = np.where(_rows(done, v), v, 0).astype(v.dtype)
                 final_info[f"_{k}"] = done.copy()
             out_info.update(
-                final_obs=objs, _final_obs=done.copy(), final_info=final_info, _final_info=done.copy()
+                final_obs=objs,
+                _final_obs=done.copy(),
+                final_info=final_info,
+                _final_info=done.copy(),
             )
         return (
             observation_to_numpy(host_obs, self.flatten),
@@ -422,4 +436,5 @@ if ENV_ID not in registry:
         id=ENV_ID,
         entry_point="hackmatrix_env.gymnasium:HackMatrixEnv",
         vector_entry_point="hackmatrix_env.gymnasium:make_vector_env",
+        max_episode_steps=1000,
     )
