@@ -60,7 +60,24 @@ def flatten_with_mask(obs: Observation) -> jax.Array:
     return jnp.concatenate([flatten_observation(obs), obs.action_mask.astype(jnp.float32)], axis=-1)
 
 
-class BoxObservationWrapper(GymnaxWrapper):
+class _StatelessWrapper(GymnaxWrapper):
+    """A gymnax wrapper that copies as itself.
+
+    It holds nothing but the wrapped env, so a copy may be the same object. rejax's
+    ``Algorithm.create`` deep-copies its config, env included, and gymnax's
+    ``GymnaxWrapper.__getattr__`` recurses without end on a half-built copy (it looks
+    up ``_env`` before it exists). Keeping the object also keeps jit caches warm
+    (the wrapper is a static argument, hashed by identity).
+    """
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo: dict) -> _StatelessWrapper:
+        return self
+
+
+class BoxObservationWrapper(_StatelessWrapper):
     """gymnax 1.0 env whose observation is the ``float32[1573]`` vector (module docstring)."""
 
     def observation_space(self, params: EnvParams | None = None) -> spaces.Box:
@@ -85,7 +102,7 @@ class BoxObservationWrapper(GymnaxWrapper):
         return flatten_with_mask(obs), state, reward, terminated, truncated, info
 
 
-class LegacyStepWrapper(GymnaxWrapper):
+class LegacyStepWrapper(_StatelessWrapper):
     """The gymnax pre-1.0 API over a gymnax 1.0 env: ``step`` returns a 5-tuple.
 
     ``(obs, state, reward, done, info)``, ``done = terminated | truncated``; ``info``
