@@ -31,12 +31,13 @@ An invalid action (one the mask forbids) terminates the episode with reward 0
 (interface §2), so a mask-unaware learner is taught to avoid it by the episode
 ending. Both wrappers are pure (jittable, ``vmap``-able) and keep the wrapped
 env's key handling: legacy ``uint32[2]`` keys (``jax.random.PRNGKey``) work as
-well as typed ones.
+well as typed ones. They are not jitted themselves (the learner's ``jit`` covers
+them): called eagerly, the wrapped env's own jitted ``step`` runs and only the
+few wrapping operations run op by op, so no new program is compiled.
 """
 
 from __future__ import annotations
 
-from functools import partial
 from typing import Any
 
 import jax
@@ -84,12 +85,10 @@ class BoxObservationWrapper(_StatelessWrapper):
         del params
         return spaces.Box(0.0, np.inf, (FLAT_WITH_MASK,), jnp.float32)
 
-    @partial(jax.jit, static_argnames=("self",))
     def reset(self, key: jax.Array, params: EnvParams | None = None) -> tuple[jax.Array, Any]:
         obs, state = self._env.reset(key, params)
         return flatten_with_mask(obs), state
 
-    @partial(jax.jit, static_argnames=("self",))
     def step(
         self,
         key: jax.Array,
@@ -110,7 +109,6 @@ class LegacyStepWrapper(_StatelessWrapper):
     ``reset`` and everything else pass through unchanged.
     """
 
-    @partial(jax.jit, static_argnames=("self",))
     def step(
         self,
         key: jax.Array,
