@@ -236,6 +236,7 @@ class HackMatrixEnv(gym.Env):
             k_step, self._state, a, self.params
         )
         terminated, truncated = bool(terminated), bool(truncated)
+        self._restarted = None  # stepping on after an episode end plays the restarted game
         if terminated or truncated:
             self._restarted = (state, obs)
             obs = info["final_observation"]
