@@ -220,3 +220,20 @@ def test_bad_construction_and_order_errors():
         HackMatrixVectorEnv(2).reset(seed=[1, 2, 3])
     with pytest.raises(ValueError, match="seed"):
         HackMatrixEnv().reset(seed=-1)
+
+
+def test_single_env_restart_is_kept_only_until_the_next_step():
+    """After an episode end, ``reset()`` returns the restarted game, unless play went on in it."""
+
+    def ended(env):
+        obs, _ = env.reset(seed=SEED)
+        invalid = int(np.flatnonzero(obs["action_mask"] == 0)[0])
+        *_, terminated, _, info = env.step(invalid)
+        assert terminated and info["invalid_action"]
+        return env
+
+    restarted, _ = ended(HackMatrixEnv()).reset()
+    env = ended(HackMatrixEnv())
+    env.step(int(np.flatnonzero(env.action_masks())[0]))  # a move in the restarted game
+    fresh, _ = env.reset()  # the next game of the key chain, not the stale restart
+    assert not np.array_equal(fresh["grid"], restarted["grid"])
