@@ -4,8 +4,8 @@
 ``uv pip install`` put it in a fresh virtual environment (no workspace, no extras;
 versions pinned to this environment's, so the install comes from the uv cache),
 and a subprocess there runs a jitted, ``vmap``-ped random masked rollout
-(``hackmatrix_env.vector``). The same rollout run here from the source tree must
-give the same games. The rollout compiles the programs ``test_gymnasium`` compiles,
+(``hackmatrix_env.vector``). The same rollout run in this process, from the source
+tree, must give the same games. The rollout compiles the programs ``test_gymnasium`` compiles,
 so the suite's persistent compilation cache serves the subprocess.
 """
 
@@ -26,13 +26,18 @@ ROOT = Path(__file__).resolve().parents[2]
 CORE = {"jax", "jaxlib", "numpy", "flax", "gymnax", "six"}  # six: gymnax imports it undeclared
 EXTRAS = {"jumanji": {"jumanji", "chex"}, "gymnasium": {"gymnasium"}, "viewer": {"matplotlib"}}
 
-ROLLOUT = r"""
-import importlib.util, json, os
+# Only in the fresh venv: the suite's compilation cache (the test process has it on already).
+CACHE_SETUP = r"""
+import os
 import jax
 cache = os.environ.get("HACKMATRIX_JAX_CACHE", "")
 if cache and cache.lower() not in ("0", "off", "none", "false", "no"):
     jax.config.update("jax_compilation_cache_dir", cache)
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 1.0)
+"""
+ROLLOUT = r"""
+import importlib.util, json
+import jax
 import jax.numpy as jnp
 import numpy as np
 import hackmatrix_env
@@ -97,7 +102,7 @@ def _requirements(wheel: Path) -> dict[str | None, set[str]]:
 
 
 @pytest.mark.slow
-def test_wheel_installs_alone_and_plays_the_same_games(tmp_path):
+def test_wheel_installs_alone_and_plays_the_same_games(tmp_path, capsys):
     uv = _uv()
     dist = tmp_path / "dist"
     _run([uv, "build", "--package", "hackmatrix-env", "--wheel", "--out-dir", str(dist)], ROOT)
@@ -130,13 +135,17 @@ def test_wheel_installs_alone_and_plays_the_same_games(tmp_path):
     )
 
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
-    installed = json.loads(_run([str(python), "-c", ROLLOUT], tmp_path, env).splitlines()[-1])
+    script = CACHE_SETUP + ROLLOUT
+    installed = json.loads(_run([str(python), "-c", script], tmp_path, env).splitlines()[-1])
     assert Path(installed["module"]).resolve().is_relative_to(venv.resolve())
     assert not installed["has_jumanji"]  # the extra is not installed, and nothing pulled it in
     assert "pip install 'hackmatrix-env[jumanji]'" in installed["jumanji_error"]
     assert installed["invalid"] == 0 and installed["ends"] >= 3  # masked actions; 7-step episodes
 
-    here = json.loads(_run([sys.executable, "-c", ROLLOUT], tmp_path, env).splitlines()[-1])
+    # The same rollout here, from the source tree (in-process: test_gymnasium's programs).
+    capsys.readouterr()
+    exec(ROLLOUT, {"__name__": "rollout"})
+    here = json.loads(capsys.readouterr().out.splitlines()[-1])
     assert Path(here["module"]).resolve().is_relative_to(ROOT / "packages")
     for key in ("rewards", "ends", "invalid", "grid_sum"):
         assert installed[key] == here[key], key
