@@ -13,7 +13,7 @@ entries are the action mask, with gymnax's own ``FlattenObservationWrapper`` and
   truncated episode's last observation (``info["final_observation"]``) and zeroes
   the bootstrap only on ``info["terminated"]``.
 
-    uv run python examples/purejaxrl_ppo.py                      # 1M steps, ~minutes on CPU
+    uv run python examples/purejaxrl_ppo.py                      # 1M steps
     uv run python examples/purejaxrl_ppo.py --total-timesteps 65536 --num-envs 64
 """
 
