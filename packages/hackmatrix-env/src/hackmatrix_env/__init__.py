@@ -5,8 +5,10 @@
     obs, state = env.reset(key, env.default_params)
     obs, state, reward, terminated, truncated, info = env.step(key, state, action)
 
-The Jumanji adapter lives in ``hackmatrix_env.jumanji`` (imported on demand,
-never from here). The names below are imported lazily (PEP 562), so that
+The Jumanji adapter lives in ``hackmatrix_env.jumanji``, the Gymnasium envs in
+``hackmatrix_env.gymnasium`` (optional extras ``[jumanji]``, ``[gymnasium]``) and
+the wrappers for pre-1.0 gymnax code in ``hackmatrix_env.adapters``; all are
+imported on demand, never from here. The names below are imported lazily (PEP 562), so that
 ``import hackmatrix_env.devices`` can configure JAX's CPU devices before
 anything starts a JAX backend (gymnax's import does).
 """

@@ -336,6 +336,11 @@ BENCHMARKS: dict[str, Benchmark] = {
         "under 1 min",
         script="rollout_digest.py",
     ),
+    "gym": Benchmark(
+        "the Gymnasium vector env's steps/s at 64 and 1,024 games next to SwiftEnv, one run",
+        "1-3 min, plus the Swift build if the binary is missing",
+        script="gym_vector.py",
+    ),
     "undo-depth": Benchmark(
         "how often a fixed-depth UNDO ring would differ from the unbounded stack",
         "2-5 min",

@@ -26,12 +26,19 @@ from __future__ import annotations
 
 from functools import cached_property
 
-import chex
 import jax
 import jax.numpy as jnp
-from jumanji import specs
-from jumanji.env import Environment
-from jumanji.types import TimeStep, restart, termination, transition, truncation
+
+try:
+    import chex
+    from jumanji import specs
+    from jumanji.env import Environment
+    from jumanji.types import TimeStep, restart, termination, transition, truncation
+except ModuleNotFoundError as e:  # the optional extra is missing
+    raise ModuleNotFoundError(
+        f"hackmatrix_env.jumanji needs {e.name!r}: install the extra, "
+        "pip install 'hackmatrix-env[jumanji]'"
+    ) from e
 
 from hackmatrix_env.constants import (
     GRID_CHANNELS,
