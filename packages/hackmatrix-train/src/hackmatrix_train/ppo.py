@@ -64,7 +64,7 @@ def floor_penalty(logits, mask, floor, groups=EXPLORE_GROUPS) -> jax.Array:
         g_mask = mask[..., idx]
         log_q = jax.nn.logsumexp(jnp.where(g_mask, logits[..., idx], neg), axis=-1) - log_z
         short = jax.nn.relu(jnp.log(jnp.maximum(floor, 1e-30)) - log_q)
-        total = total + jnp.where(g_mask.any(axis=-1), short, 0.0)
+        total = total + jnp.where(g_mask.any(axis=-1) & (floor > 0), short, 0.0)
     return total.mean()
 
 
