@@ -66,6 +66,9 @@ class Config:
     # see Engine._decide. False: any step without an exact match is a mismatch.
     marginal: bool = True
     timeout: float = 20.0
+    # Global index of the first scenario passed to ``run`` (a chunk of a longer run, see
+    # ``random_scenarios``): Swift's per-scenario seed and the action stream depend on it.
+    first_index: int = 0
 
 
 @dataclass
@@ -246,7 +249,7 @@ class Engine:
         t0 = time.monotonic()
         report = Report()
         queue = list(range(len(scenarios)))[::-1]
-        rng = np.random.default_rng(self.cfg.seed + 7919)
+        rng = np.random.default_rng(self.cfg.seed + 7919 + 7_777_777 * self.cfg.first_index)
         batch_states: list[Any] = [None] * self.cfg.batch
         batch = None
 
@@ -269,7 +272,7 @@ class Engine:
                         # vary from run to run. A seeded reset per scenario makes them a
                         # function of (seed, scenario index) alone. Explicit commands
                         # (tests that pin a Swift seed with --seed) are left alone.
-                        lane.game.reset(seed=scenario_seed(self.cfg.seed, i))
+                        lane.game.reset(seed=scenario_seed(self.cfg.seed, self.cfg.first_index + i))
                     obs = lane.game.set_state(sc)
                     valid, internal, full = self._swift_after(lane)
                 except SwiftCommandError as e:
@@ -630,9 +633,15 @@ def scenario_seed(seed: int, index: int) -> int:
     return (int(seed) * 1_000_003 + int(index) * 7_919 + 17) % (1 << 63)
 
 
-def random_scenarios(n: int, seed: int) -> list[dict[str, Any]]:
+def random_scenarios(n: int, seed: int, start: int = 0) -> list[dict[str, Any]]:
+    """Scenarios ``start .. start + n - 1`` of the sequence seeded ``seed``.
+
+    A chunk of a long run is the same as the corresponding slice of one big run's
+    scenarios, so chunks can be run separately (and resumed) and their reports merged.
+    """
     rng = np.random.default_rng(seed)
-    return [generate_scenario(rng, THEMES[i % len(THEMES)]) for i in range(n)]
+    out = [generate_scenario(rng, THEMES[i % len(THEMES)]) for i in range(start + n)]
+    return out[start:]
 
 
 def run_parity(config: Config, swift_bin: str | None = None, command: list[str] | None = None):
