@@ -38,6 +38,7 @@ def format_report(rep: Report, *, extensions: bool, full: bool) -> str:
     w(f"{'steps compared':<34}{rep.compared:>10}")
     w(f"{'  matched, first key (no search)':<34}{rep.steps['first_key']:>10}")
     w(f"{'  matched by key search':<34}{rep.steps['key_search']:>10}")
+    w(f"{'  matched after hidden reveal':<34}{rep.steps['hidden_reveal']:>10}")
     w(f"{'  random outcome -> resync':<34}{rep.steps['resync']:>10}")
     w(f"{'  mismatches':<34}{rep.steps['mismatch']:>10}")
     w(f"{'initial-observation mismatches':<34}{rep.initial_mismatches:>10}")

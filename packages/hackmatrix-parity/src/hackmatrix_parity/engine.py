@@ -34,6 +34,7 @@ from hackmatrix_parity import compare as cmp
 from hackmatrix_parity import jax_side
 from hackmatrix_parity import swift_full as swift_full_mod
 from hackmatrix_parity.client import SwiftCommandError, SwiftError, SwiftGame
+from hackmatrix_parity.hidden import HiddenTypes
 from hackmatrix_parity.scenarios import THEMES, generate_scenario
 from hackmatrix_parity.tensor import REWARD_COMPONENTS, SWIFT_BREAKDOWN_KEYS
 
@@ -43,7 +44,9 @@ PROGRAM_NAMES = (
     "score", "reduc", "atk+", "hack",
 )  # fmt: skip
 ACTION_NAMES = ("up", "down", "left", "right", "siphon", *PROGRAM_NAMES)
-CLASSES = ("first_key", "key_search", "resync", "mismatch")
+# hidden_reveal: matched once the type of a transmission that canonical mode had to guess
+# was read from Swift's reply (hackmatrix_parity.hidden).
+CLASSES = ("first_key", "key_search", "hidden_reveal", "resync", "mismatch")
 # Full-state leaves a random draw can set while the observation hides them.
 RANDOM_HIDDEN = ("full.transmissions.enemyType",)
 
@@ -122,7 +125,7 @@ class Report:
 
     @property
     def matches(self) -> int:
-        return self.steps["first_key"] + self.steps["key_search"] + self.steps["resync"]
+        return sum(self.steps[c] for c in CLASSES if c != "mismatch")
 
     @property
     def mismatches(self) -> int:
@@ -146,6 +149,7 @@ class _Lane:
     actions: list[int] = field(default_factory=list)
     prev: cmp.SwiftStep | None = None
     active: bool = False
+    hidden: HiddenTypes | None = None  # canonical mode: guessed transmission types
 
 
 def _step_tags(prev: cmp.SwiftStep, sw: cmp.SwiftStep, action: int) -> list[str]:
@@ -220,6 +224,15 @@ class Engine:
         self.extensions = self.lanes[0].game.extensions
         self._tick = 0
         self._failed_pre: dict[int, dict[str, Any]] = {}  # lane -> full state before a mismatch
+
+    @staticmethod
+    def _hidden_types(state: Any) -> HiddenTypes:
+        host = jax.device_get(state)
+        return HiddenTypes(
+            jax_side.transmission_entries(host),
+            jax_side.history_counters(host),
+            jax_side.history_depth(host),
+        )
 
     def _new_game(self) -> _Lane:
         return _Lane(SwiftGame(self.swift_bin, command=self.command, timeout=self.cfg.timeout))
@@ -305,6 +318,7 @@ class Engine:
                     continue  # nothing to step: the initial comparison was the test
                 lane.prev = sw
                 lane.active = True
+                lane.hidden = None if self.full else self._hidden_types(state)
                 batch_states[b] = state
                 return True
             return False
@@ -345,6 +359,16 @@ class Engine:
                     continue
                 replies[b] = cmp.SwiftStep.from_reply(reply, valid, internal)
                 fulls[b] = full
+            revealed: set[int] = set()
+            for b, sw in replies.items():
+                hidden = self.lanes[b].hidden
+                shown = hidden.reveal(sw.obs, sw.internal) if hidden is not None else None
+                if shown is not None:  # the step shows what the lane only guessed: take it
+                    assert hidden is not None
+                    pre = jax_side.with_transmissions(self.stepper.lane(batch, b), shown[0])
+                    batch = self.stepper.set_lane(batch, b, pre)
+                    hidden.rewrite(*shown)
+                    revealed.add(b)
             keys = jax_side.make_keys(self.cfg.seed, self._tick, self.cfg.batch, self.cfg.num_keys)
             nxt, out = self.stepper.step(batch, actions, keys)
             nxt_host = jax_side.Candidates(self.stepper, nxt)
@@ -389,6 +413,8 @@ class Engine:
             for b, sw in replies.items():
                 lane = self.lanes[b]
                 cls, k, diffs, new_state = decisions[b]
+                if b in revealed and cls in ("first_key", "key_search"):
+                    cls = "hidden_reveal"
                 report.steps[cls] += 1
                 a = lane.actions[-1]
                 if sw.flags["invalid_action"]:
@@ -413,6 +439,13 @@ class Engine:
                     resync[b] = new_state
                 else:
                     choice[b] = k
+                if lane.hidden is not None:
+                    post = new_state if new_state is not None else nxt_host.get(b, k)
+                    lane.hidden.advance(
+                        jax_side.transmission_entries(post),
+                        jax_side.history_counters(post),
+                        bool(post.show_flag),
+                    )
                 lane.prev = sw
                 limit = len(lane.script) if lane.script is not None else self.cfg.steps
                 if (sw.done and not sw.flags["invalid_action"]) or len(lane.actions) >= limit:
@@ -551,7 +584,7 @@ class Engine:
                 continue
             diffs.append(d)
         if diffs and not stagegen and self.cfg.deep_keys > 0:
-            found, support = self._deep_search(sw, full, *pre)
+            found, support, whole = self._deep_search(sw, full, *pre)
             if found is not None:
                 report.deep_searches["found"] += 1
                 return "key_search", 0, [], found
@@ -560,9 +593,14 @@ class Engine:
             # drawn outcome in 0 of 2,000 re-draws, specs/parity.md), so no key budget finds
             # it. The evidence of a rule difference is then an element of Swift's outcome
             # that no candidate produces; without one the step is resynced from Swift.
+            # Unless some candidate did produce Swift's vector outcome as a whole: then
+            # what differs is JSON-only (e.g. a hidden cryptog's hp), and is reported.
             outside = {name: ~s for name, s in support.items()}
             beyond = cmp.vector_diffs(sw, out, 0, only=outside)
-            if not beyond and self.cfg.marginal:
+            whole = whole or any(
+                cmp.candidate_ok(cmp.vector_agreement(sw, ob)).any() for ob, _ in rounds
+            )
+            if not beyond and self.cfg.marginal and not whole:
                 report.deep_searches["marginal"] += 1
                 diffs = []
             else:
@@ -589,9 +627,10 @@ class Engine:
     def _deep_search(self, sw, full, batch, b: int, action: int):
         """Many more keys for one lane before reporting a mismatch.
 
-        Returns ``(state, support)``: the matching state or None, and per vector
+        Returns ``(state, support, whole)``: the matching state or None, per vector
         element whether some candidate had Swift's value there (``_decide`` uses it
-        when no candidate matches as a whole).
+        when no candidate matches as a whole), and whether some candidate had all of
+        Swift's vector elements (so only the JSON-level comparison failed).
 
         With ~10 enemies a step has hundreds of distinct outcomes (processing
         orders that block each other differently), some rarer than 1 in 256, so
@@ -607,6 +646,7 @@ class Engine:
         actions = np.full(self.cfg.batch, action, np.int32)
         per_round = self.cfg.batch * self.cfg.num_keys
         support: dict[str, np.ndarray] = {}
+        whole = False
         for r in range(-(-self.cfg.deep_keys // per_round)):
             keys = jax_side.make_keys(
                 self.cfg.seed + 1_000_003 * (r + 1) + 17, self._tick, self.cfg.batch,
@@ -620,12 +660,13 @@ class Engine:
                 seen = a.any(axis=0)
                 support[name] = seen if name not in support else support[name] | seen
             agree = cmp.candidate_ok(elements)
+            whole = whole or bool(agree.any())
             for flat in np.flatnonzero(agree)[:4]:
                 lane, k = divmod(int(flat), self.cfg.num_keys)
                 host = jax_side.Candidates(self.stepper, nxt)
                 if not self._record_diffs(sw, host.get(lane, k), full):
-                    return host.full(lane, k), support
-        return None, support
+                    return host.full(lane, k), support, True
+        return None, support, whole
 
 
 def scenario_seed(seed: int, index: int) -> int:
