@@ -78,9 +78,7 @@ class HatchPlanter:
         if not isinstance(obs, dict) or "cells" not in obs:
             return
         if action == "step" and self.turn is not None and obs["turn"] > self.turn:
-            self.hatched = {
-                (r, c) for r, c in self.due if "transmission" not in obs["cells"][r][c]
-            }
+            self.hatched = {(r, c) for r, c in self.due if "transmission" not in obs["cells"][r][c]}
             for r, c in self.hatched:
                 enemy = obs["cells"][r][c].get("enemy")
                 if enemy is not None:
