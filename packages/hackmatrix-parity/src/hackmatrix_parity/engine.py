@@ -661,9 +661,11 @@ class Engine:
                 support[name] = seen if name not in support else support[name] | seen
             agree = cmp.candidate_ok(elements)
             whole = whole or bool(agree.any())
-            for flat in np.flatnonzero(agree)[:4]:
+            # Several vector matches can differ in the JSON only (two same-type enemies that
+            # swapped cells): check up to 64 of them before calling the step JSON-only.
+            host = jax_side.Candidates(self.stepper, nxt)
+            for flat in np.flatnonzero(agree)[:64]:
                 lane, k = divmod(int(flat), self.cfg.num_keys)
-                host = jax_side.Candidates(self.stepper, nxt)
                 if not self._record_diffs(sw, host.get(lane, k), full):
                     return host.full(lane, k), support, True
         return None, support, whole
