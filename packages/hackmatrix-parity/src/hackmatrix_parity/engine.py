@@ -17,6 +17,11 @@ JAX side steps ``B x K`` candidates in one jitted call. For each step:
    generation) and the lane is *resynced* from Swift's full state; otherwise it
    is a *mismatch*, reported with the determined differences. A resync after a
    stage completion also checks the generation invariants.
+
+Against a binary without the full-state extension (canonical mode) the lane keeps the
+JAX guesses of what Swift hides (transmission types, the order of one placement); before
+each JAX step, what Swift's reply reveals of them is written into the lane's state
+(``hackmatrix_parity.hidden``), and such a step that matches is a *hidden_reveal*.
 """
 
 from __future__ import annotations
