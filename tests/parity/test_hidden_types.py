@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from hackmatrix_parity.hidden import ENEMY_TYPES, HiddenTypes, carry_marks
+from hackmatrix_parity.hidden import (
+    ENEMY_TYPES,
+    HiddenTypes,
+    carry_marks,
+    first_appended,
+    with_placement_cells,
+)
 
 VIRUS, DAEMON, GLITCH, CRYPTOG = range(4)
 
@@ -106,3 +112,19 @@ def test_undo_to_a_list_other_than_the_recorded_one_makes_every_entry_a_guess():
     h.advance([entry(2, 2, 1), entry(1, 1, 2)], history=(0, 0, 0), show=False)
     assert h.guess == [True, True]
     assert h.group[0] is not None and h.group[0] == h.group[1]
+
+
+def test_a_placement_is_moved_to_swifts_cells_only_when_one_provenance_and_count_match():
+    pre = [entry(1, 1, 2)]
+    post = [entry(1, 1, 1), entry(4, 4, siphon=True), entry(5, 5, kind=GLITCH, siphon=True)]
+    assert first_appended(pre, post) == 1
+    moved = with_placement_cells(pre, post, [(0, 3), (2, 5)])
+    assert moved == [
+        entry(1, 1, 1),
+        entry(0, 3, siphon=True),
+        entry(2, 5, kind=GLITCH, siphon=True),
+    ]
+    assert with_placement_cells(pre, post, [(0, 3)]) is None  # Swift placed one fewer
+    mixed = [entry(1, 1, 1), entry(4, 4, task=True), entry(5, 5, siphon=True)]
+    assert with_placement_cells(pre, mixed, [(0, 3), (2, 5)]) is None
+    assert with_placement_cells(pre, [entry(1, 1, 1)], []) is None  # nothing placed

@@ -39,7 +39,7 @@ from hackmatrix_parity import compare as cmp
 from hackmatrix_parity import jax_side
 from hackmatrix_parity import swift_full as swift_full_mod
 from hackmatrix_parity.client import SwiftCommandError, SwiftError, SwiftGame
-from hackmatrix_parity.hidden import HiddenTypes
+from hackmatrix_parity.hidden import HiddenTypes, first_appended, with_placement_cells
 from hackmatrix_parity.scenarios import THEMES, generate_scenario
 from hackmatrix_parity.tensor import REWARD_COMPONENTS, SWIFT_BREAKDOWN_KEYS
 
@@ -621,13 +621,53 @@ class Engine:
             for v in cmp.stage_invariants(sw.obs, lane.prev.obs["stage"], n_before):
                 report.stagegen_violations[v.split(" ")[0]] += 1
         if full is None:
-            return "resync", 0, [], None
+            rebuilt = None if stagegen else self._placement_resync(b, lane, sw, cands)
+            return "resync", 0, [], rebuilt
         state = swift_full_mod.to_jax(lane.game.full_state(include_history=True))
         # The resynced state must give Swift's observation, tensors, mask and internal state.
         post = self._initial_diffs(sw, state, full)
         if post:
             return "mismatch", 0, post, None
         return "resync", 0, [], state
+
+    def _placement_resync(self, b, lane, sw, cands) -> Any:
+        """Canonical mode: the step's outcome rebuilt when only its new placement differs.
+
+        A placement of several transmissions (the owed siphon spawns) lands on one of
+        hundreds of cell sets, so no key budget reproduces it, and without a full state the
+        lane could not continue. The cells are visible, though: a candidate that agrees
+        with Swift on everything but the countdown channel (where transmissions are) gets
+        the appended entries moved to Swift's new transmission cells, and is taken when its
+        observation, tensors, mask and internal state then equal Swift's. Their types and
+        order stay guesses (``hidden``). None when no candidate qualifies.
+        """
+        if lane.hidden is None:
+            return None
+        grid = np.ones((6, 6, len(cmp.CHANNEL_NAMES)), bool)
+        grid[..., cmp.CHANNEL_NAMES.index("countdown")] = False
+        for ob, k, host in cands[:64]:
+            agree = cmp.vector_agreement(sw, {name: v[k : k + 1] for name, v in ob.items()})
+            agree["tensor.grid"] |= ~grid
+            agree.pop("mask")  # may depend on the cells (CRASH, WARP): checked below
+            if not cmp.candidate_ok(agree)[0]:
+                continue
+            state = host.full(b, k)
+            post = jax_side.transmission_entries(state)
+            survivors = {e[:2] for e in post[: first_appended(lane.hidden.entries, post)]}
+            cells = [
+                (r, c)
+                for r in range(6)
+                for c in range(6)
+                if "transmission" in sw.obs["cells"][r][c] and (r, c) not in survivors
+            ]
+            entries = with_placement_cells(lane.hidden.entries, post, cells)
+            if entries is None:
+                continue
+            rebuilt = jax_side.with_transmissions(state, entries)
+            rebuilt = jax_side.with_top_snapshot_cells(rebuilt, post, entries)
+            if not self._initial_diffs(sw, rebuilt, None):
+                return rebuilt
+        return None
 
     def _deep_search(self, sw, full, batch, b: int, action: int):
         """Many more keys for one lane before reporting a mismatch.

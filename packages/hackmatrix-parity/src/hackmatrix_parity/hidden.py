@@ -52,6 +52,35 @@ def _survives_as(pre: Entry, post: Entry) -> bool:
     return pre[:2] == post[:2] and pre[3:] == post[3:] and post[2] - pre[2] in (0, -1, 2, 3)
 
 
+def first_appended(pre: list[Entry], post: list[Entry]) -> int:
+    """How many leading entries of ``post`` survive from ``pre``; the rest were appended
+    by the step (a placement), as in ``carry_marks``."""
+    i = 0
+    for n, e in enumerate(post):
+        j = next((j for j in range(i, len(pre)) if _survives_as(pre[j], e)), None)
+        if j is None:
+            return n
+        i = j + 1
+    return len(post)
+
+
+def with_placement_cells(
+    pre: list[Entry], post: list[Entry], cells: list[tuple[int, int]]
+) -> list[Entry] | None:
+    """``post`` with the entries the step appended moved to ``cells`` (Swift's), or None.
+
+    The observation shows where one placement put its transmissions but neither their
+    order nor their types, which stay guesses. Only a placement of one provenance is
+    rebuilt (with two, which cell is the scheduled spawn would be a guess too), and only
+    when the number of cells matches.
+    """
+    n = first_appended(pre, post)
+    new = post[n:]
+    if not new or len({e[4:] for e in new}) != 1 or len(cells) != len(new):
+        return None
+    return post[:n] + [(r, c, *e[2:]) for (r, c), e in zip(cells, new, strict=True)]
+
+
 def carry_marks(
     pre: list[Entry], guess: list[bool], group: list[int | None], post: list[Entry]
 ) -> tuple[list[bool], list[int | None]]:

@@ -118,6 +118,34 @@ def with_transmissions(state: EnvState, entries: list[tuple]) -> EnvState:
     )
 
 
+def with_top_snapshot_cells(state: EnvState, old: list[tuple], new: list[tuple]) -> EnvState:
+    """``state`` with the cells of its newest UNDO snapshot's transmissions moved from
+    ``old`` to ``new`` (entry lists of one length), when that snapshot holds ``old``.
+
+    The enemy phase pushes its snapshot after placing transmissions, so a step whose
+    placement the engine rebuilds from Swift's cells must rebuild the snapshot too, or a
+    later UNDO would restore the JAX key's cells.
+    """
+    h = state.history
+    if int(h.size) == 0 or h.snapshots is None:
+        return state
+    slot = (int(h.top) - 1) % h.depth
+    snap = jax.device_get(h.snapshots.transmissions)
+    alive = np.flatnonzero(np.asarray(snap.alive[slot]))
+    held = [
+        (int(snap.pos[slot, i, 0]), int(snap.pos[slot, i, 1]), int(snap.countdown[slot, i]),
+         int(snap.kind[slot, i]))
+        for i in alive
+    ]  # fmt: skip
+    if held != [e[:4] for e in old] or len(new) != len(old):
+        return state
+    pos = np.array(snap.pos, copy=True)
+    for i, e in zip(alive, new, strict=True):
+        pos[slot, i] = e[:2]
+    snapshots = h.snapshots.replace(transmissions=snap.replace(pos=pos))
+    return state.replace(history=h.replace(snapshots=snapshots))
+
+
 def _outcome(step, key, state, action):
     """One candidate: the stepped state and what the comparison reads."""
     from hackmatrix_env.mask import action_mask
