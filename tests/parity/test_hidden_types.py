@@ -88,6 +88,18 @@ def test_hatch_reveals_the_order_of_one_placement():
     assert [e[:2] for e in entries] == [(0, 5), (5, 0), (5, 5)]
 
 
+def test_hatch_reveals_the_order_when_the_player_erased_one_of_the_placement():
+    h = lane_with_spawns(
+        entry(5, 5, 1, VIRUS, siphon=True),
+        entry(3, 3, 1, DAEMON, siphon=True),  # shot this step: no enemy there afterwards
+        entry(5, 0, 1, GLITCH, siphon=True),
+    )
+    internal = {"enemies": [enemy(5, 0, GLITCH), enemy(5, 5, VIRUS)]}
+    entries, order = h.reveal(no_show_obs(), internal)
+    assert order == [0, 3, 2, 1]
+    assert [e[:2] for e in entries] == [(0, 5), (5, 0), (3, 3), (5, 5)]
+
+
 def test_order_of_known_entries_is_never_changed():
     h = HiddenTypes([entry(5, 5, 1, VIRUS), entry(5, 0, 1, GLITCH)], (0, 0, 0), depth=4)
     internal = {"enemies": [enemy(5, 0, GLITCH), enemy(5, 5, VIRUS)]}

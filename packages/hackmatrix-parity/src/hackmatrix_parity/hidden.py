@@ -149,11 +149,16 @@ class HiddenTypes:
             last_at[(x.get("row"), x.get("col"))] = j
         order = list(range(len(self.entries)))
         for g in {g for g in self.group if g is not None}:
-            slots = [i for i, gi in enumerate(self.group) if gi == g and self.entries[i][2] <= 1]
-            if len(slots) > 1 and all(self.entries[i][:2] in last_at for i in slots):
-                by_swift = sorted(slots, key=lambda i: last_at[self.entries[i][:2]])
-                for slot, i in zip(slots, by_swift, strict=True):
-                    order[slot] = i
+            # Entries of the group due to hatch that have an enemy on their cell in Swift's
+            # list; one the player erased this step has none and keeps its slot (it is gone).
+            slots = [
+                i
+                for i, gi in enumerate(self.group)
+                if gi == g and self.entries[i][2] <= 1 and self.entries[i][:2] in last_at
+            ]
+            by_swift = sorted(slots, key=lambda i: last_at[self.entries[i][:2]])
+            for slot, i in zip(slots, by_swift, strict=True):
+                order[slot] = i
         entries = [self.entries[i] for i in order]
         show = bool(obs.get("showActivated"))
         for i, e in enumerate(entries):
