@@ -35,6 +35,11 @@ ACTION_NAMES = (
 )  # fmt: skip
 
 
+def portable(command: str) -> str:
+    """``command`` with absolute paths cut to their last part (no machine paths in docs/)."""
+    return " ".join(Path(t).name if t.startswith("/") else t for t in str(command).split())
+
+
 def merge_chunks(chunks: list[dict[str, Any]]) -> dict[str, Any]:
     """Sum the counters of chunk reports; keep each chunk's command, commit and range."""
     out: dict[str, Any] = {name: Counter() for name in COUNTERS}
@@ -51,7 +56,7 @@ def merge_chunks(chunks: list[dict[str, Any]]) -> dict[str, Any]:
     out["actions_not_exercised"] = [a for a in ACTION_NAMES if not out["actions_valid"].get(a)]
     out["chunks"] = [
         {k: ch.get(k) for k in ("start_index", "scenarios_run", "compared", "mismatches",
-                                "seconds", "commit", "command")}
+                                "seconds", "commit")} | {"command": portable(ch.get("command"))}
         for ch in chunks
     ]  # fmt: skip
     out["commits"] = sorted({str(ch.get("commit")) for ch in chunks})
