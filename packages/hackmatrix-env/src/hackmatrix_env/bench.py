@@ -336,6 +336,17 @@ BENCHMARKS: dict[str, Benchmark] = {
         "under 1 min",
         script="rollout_digest.py",
     ),
+    "parity-modes": Benchmark(
+        "hm-parity in canonical mode (our binary behind the proxy) and extended mode on the "
+        "same scenarios, alternating blocks: steps, matches by kind, mismatches, steps/s",
+        "set by --scenarios (2,000 x 30: about 8 min)",
+        script="canonical_vs_extended.py",
+    ),
+    "parity-chunks": Benchmark(
+        "a long hm-parity run in resumable chunks merged into one summary (docs/parity/)",
+        "set by --target-steps (1,000,000 steps: hours)",
+        script="parity_chunks.py",
+    ),
     "gym": Benchmark(
         "the Gymnasium vector env's steps/s at 64 and 1,024 games next to SwiftEnv, one run",
         "1-3 min, plus the Swift build if the binary is missing",

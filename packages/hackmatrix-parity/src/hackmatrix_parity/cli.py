@@ -14,6 +14,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from hackmatrix_parity.client import resolve_swift_binary
 from hackmatrix_parity.engine import (
@@ -37,6 +38,7 @@ def format_report(rep: Report, *, extensions: bool, full: bool) -> str:
     w(f"{'steps compared':<34}{rep.compared:>10}")
     w(f"{'  matched, first key (no search)':<34}{rep.steps['first_key']:>10}")
     w(f"{'  matched by key search':<34}{rep.steps['key_search']:>10}")
+    w(f"{'  matched after hidden reveal':<34}{rep.steps['hidden_reveal']:>10}")
     w(f"{'  random outcome -> resync':<34}{rep.steps['resync']:>10}")
     w(f"{'  mismatches':<34}{rep.steps['mismatch']:>10}")
     w(f"{'initial-observation mismatches':<34}{rep.initial_mismatches:>10}")
@@ -68,6 +70,54 @@ def format_report(rep: Report, *, extensions: bool, full: bool) -> str:
     return "\n".join(lines)
 
 
+def report_json(rep: Report, meta: dict[str, Any]) -> dict[str, Any]:
+    """The report as JSON: ``meta`` (command, commit, ...) plus every counter, mergeable."""
+    return {
+        **meta,
+        "compared": rep.compared,
+        "mismatches": rep.mismatches,
+        "steps": dict(rep.steps),
+        "mismatch_categories": dict(rep.mismatch_categories),
+        "actions_valid": dict(rep.actions_valid),
+        "actions_invalid": dict(rep.actions_invalid),
+        "areas": dict(rep.areas),
+        "stagegen_violations": dict(rep.stagegen_violations),
+        "deep_searches": dict(rep.deep_searches),
+        "scenarios_run": rep.scenarios_run,
+        "scenarios_failed": rep.scenarios_failed,
+        "scenarios_stopped_hidden": rep.scenarios_stopped_hidden,
+        "initial_mismatches": rep.initial_mismatches,
+        "swift_errors": rep.swift_errors,
+        "seconds": rep.seconds,
+        "failures": [f.as_json() for f in rep.failures[:50]],
+    }
+
+
+def git_commit() -> str:
+    """The checkout's commit (``+dirty`` with uncommitted changes), or ``unknown``."""
+    import subprocess
+
+    here = Path(__file__).resolve().parent
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=here,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=here,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head + ("+dirty" if dirty.strip() else "")  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="hm-parity", description=__doc__.split("\n\n")[0])
     p.add_argument("--swift-bin", default=None, help="Swift headless binary (default: "
@@ -75,6 +125,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--scenarios", type=int, default=200)
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--start-index", type=int, default=0, help="run scenarios START .. "
+                   "START+N-1 of the seed's sequence (one chunk of a longer run; chunks "
+                   "merge with benchmarks/parity_chunks.py)")  # fmt: skip
     p.add_argument("--keys", type=int, default=16, help="JAX keys per round (random steps "
                    "get up to 16 rounds)")  # fmt: skip
     p.add_argument("--batch", type=int, default=8, help="scenarios run in lockstep")
@@ -98,9 +151,9 @@ def main(argv: list[str] | None = None) -> int:
         scenarios=args.scenarios, steps=args.steps, seed=args.seed, num_keys=args.keys,
         batch=args.batch, invalid_prob=args.invalid_prob, full_check=not args.no_full_check,
         deep_keys=args.deep_keys,
-        marginal=not args.exact_only,
+        marginal=not args.exact_only, first_index=args.start_index,
     )  # fmt: skip
-    scenarios = random_scenarios(cfg.scenarios, cfg.seed)
+    scenarios = random_scenarios(cfg.scenarios, cfg.seed, args.start_index)
     if args.workers > 1:
         args.swift_bin = str(resolve_swift_binary(args.swift_bin))  # built once, not per shard
         rep = run_sharded(cfg, scenarios, args.swift_bin, args.workers)
@@ -130,25 +183,17 @@ def main(argv: list[str] | None = None) -> int:
             print(format_results(run_distribution_checks(eng.lanes[0].game, args.distributions,
                                                          args.seed)))  # fmt: skip
         if args.json is not None:
-            args.json.write_text(
-                json.dumps(
-                    {
-                        "steps": dict(rep.steps),
-                        "mismatch_categories": dict(rep.mismatch_categories),
-                        "actions_valid": dict(rep.actions_valid),
-                        "actions_invalid": dict(rep.actions_invalid),
-                        "areas": dict(rep.areas),
-                        "stagegen_violations": dict(rep.stagegen_violations),
-                        "deep_searches": dict(rep.deep_searches),
-                        "scenarios_run": rep.scenarios_run,
-                        "scenarios_failed": rep.scenarios_failed,
-                        "seconds": rep.seconds,
-                        "failures": [f.as_json() for f in rep.failures[:50]],
-                    },
-                    indent=1,
-                    default=str,
-                )
-            )
+            meta = {
+                "command": "hm-parity " + " ".join(argv if argv is not None else sys.argv[1:]),
+                "commit": git_commit(),
+                "binary": "ours" if eng.extensions else "canonical",
+                "full_check": eng.full,
+                "seed": args.seed,
+                "start_index": args.start_index,
+                "steps_per_scenario": args.steps,
+                "workers": args.workers,
+            }
+            args.json.write_text(json.dumps(report_json(rep, meta), indent=1, default=str))
     return 1 if (rep.mismatches or rep.swift_errors or rep.failures) else 0
 
 

@@ -17,6 +17,11 @@ JAX side steps ``B x K`` candidates in one jitted call. For each step:
    generation) and the lane is *resynced* from Swift's full state; otherwise it
    is a *mismatch*, reported with the determined differences. A resync after a
    stage completion also checks the generation invariants.
+
+Against a binary without the full-state extension (canonical mode) the lane keeps the
+JAX guesses of what Swift hides (transmission types, the order of one placement); before
+each JAX step, what Swift's reply reveals of them is written into the lane's state
+(``hackmatrix_parity.hidden``), and such a step that matches is a *hidden_reveal*.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from hackmatrix_parity import compare as cmp
 from hackmatrix_parity import jax_side
 from hackmatrix_parity import swift_full as swift_full_mod
 from hackmatrix_parity.client import SwiftCommandError, SwiftError, SwiftGame
+from hackmatrix_parity.hidden import HiddenTypes, first_appended, with_placement_cells
 from hackmatrix_parity.scenarios import THEMES, generate_scenario
 from hackmatrix_parity.tensor import REWARD_COMPONENTS, SWIFT_BREAKDOWN_KEYS
 
@@ -43,7 +49,9 @@ PROGRAM_NAMES = (
     "score", "reduc", "atk+", "hack",
 )  # fmt: skip
 ACTION_NAMES = ("up", "down", "left", "right", "siphon", *PROGRAM_NAMES)
-CLASSES = ("first_key", "key_search", "resync", "mismatch")
+# hidden_reveal: matched once the type of a transmission that canonical mode had to guess
+# was read from Swift's reply (hackmatrix_parity.hidden).
+CLASSES = ("first_key", "key_search", "hidden_reveal", "resync", "mismatch")
 # Full-state leaves a random draw can set while the observation hides them.
 RANDOM_HIDDEN = ("full.transmissions.enemyType",)
 
@@ -66,6 +74,9 @@ class Config:
     # see Engine._decide. False: any step without an exact match is a mismatch.
     marginal: bool = True
     timeout: float = 20.0
+    # Global index of the first scenario passed to ``run`` (a chunk of a longer run, see
+    # ``random_scenarios``): Swift's per-scenario seed and the action stream depend on it.
+    first_index: int = 0
 
 
 @dataclass
@@ -119,7 +130,7 @@ class Report:
 
     @property
     def matches(self) -> int:
-        return self.steps["first_key"] + self.steps["key_search"] + self.steps["resync"]
+        return sum(self.steps[c] for c in CLASSES if c != "mismatch")
 
     @property
     def mismatches(self) -> int:
@@ -143,6 +154,7 @@ class _Lane:
     actions: list[int] = field(default_factory=list)
     prev: cmp.SwiftStep | None = None
     active: bool = False
+    hidden: HiddenTypes | None = None  # canonical mode: guessed transmission types
 
 
 def _step_tags(prev: cmp.SwiftStep, sw: cmp.SwiftStep, action: int) -> list[str]:
@@ -218,6 +230,15 @@ class Engine:
         self._tick = 0
         self._failed_pre: dict[int, dict[str, Any]] = {}  # lane -> full state before a mismatch
 
+    @staticmethod
+    def _hidden_types(state: Any) -> HiddenTypes:
+        host = jax.device_get(state)
+        return HiddenTypes(
+            jax_side.transmission_entries(host),
+            jax_side.history_counters(host),
+            jax_side.history_depth(host),
+        )
+
     def _new_game(self) -> _Lane:
         return _Lane(SwiftGame(self.swift_bin, command=self.command, timeout=self.cfg.timeout))
 
@@ -246,7 +267,7 @@ class Engine:
         t0 = time.monotonic()
         report = Report()
         queue = list(range(len(scenarios)))[::-1]
-        rng = np.random.default_rng(self.cfg.seed + 7919)
+        rng = np.random.default_rng(self.cfg.seed + 7919 + 7_777_777 * self.cfg.first_index)
         batch_states: list[Any] = [None] * self.cfg.batch
         batch = None
 
@@ -269,7 +290,7 @@ class Engine:
                         # vary from run to run. A seeded reset per scenario makes them a
                         # function of (seed, scenario index) alone. Explicit commands
                         # (tests that pin a Swift seed with --seed) are left alone.
-                        lane.game.reset(seed=scenario_seed(self.cfg.seed, i))
+                        lane.game.reset(seed=scenario_seed(self.cfg.seed, self.cfg.first_index + i))
                     obs = lane.game.set_state(sc)
                     valid, internal, full = self._swift_after(lane)
                 except SwiftCommandError as e:
@@ -302,6 +323,7 @@ class Engine:
                     continue  # nothing to step: the initial comparison was the test
                 lane.prev = sw
                 lane.active = True
+                lane.hidden = None if self.full else self._hidden_types(state)
                 batch_states[b] = state
                 return True
             return False
@@ -342,6 +364,16 @@ class Engine:
                     continue
                 replies[b] = cmp.SwiftStep.from_reply(reply, valid, internal)
                 fulls[b] = full
+            revealed: set[int] = set()
+            for b, sw in replies.items():
+                hidden = self.lanes[b].hidden
+                shown = hidden.reveal(sw.obs, sw.internal) if hidden is not None else None
+                if shown is not None:  # the step shows what the lane only guessed: take it
+                    assert hidden is not None
+                    pre = jax_side.with_transmissions(self.stepper.lane(batch, b), shown[0])
+                    batch = self.stepper.set_lane(batch, b, pre)
+                    hidden.rewrite(*shown)
+                    revealed.add(b)
             keys = jax_side.make_keys(self.cfg.seed, self._tick, self.cfg.batch, self.cfg.num_keys)
             nxt, out = self.stepper.step(batch, actions, keys)
             nxt_host = jax_side.Candidates(self.stepper, nxt)
@@ -386,6 +418,8 @@ class Engine:
             for b, sw in replies.items():
                 lane = self.lanes[b]
                 cls, k, diffs, new_state = decisions[b]
+                if b in revealed and cls in ("first_key", "key_search"):
+                    cls = "hidden_reveal"
                 report.steps[cls] += 1
                 a = lane.actions[-1]
                 if sw.flags["invalid_action"]:
@@ -410,6 +444,13 @@ class Engine:
                     resync[b] = new_state
                 else:
                     choice[b] = k
+                if lane.hidden is not None:
+                    post = new_state if new_state is not None else nxt_host.get(b, k)
+                    lane.hidden.advance(
+                        jax_side.transmission_entries(post),
+                        jax_side.history_counters(post),
+                        bool(post.show_flag),
+                    )
                 lane.prev = sw
                 limit = len(lane.script) if lane.script is not None else self.cfg.steps
                 if (sw.done and not sw.flags["invalid_action"]) or len(lane.actions) >= limit:
@@ -548,7 +589,7 @@ class Engine:
                 continue
             diffs.append(d)
         if diffs and not stagegen and self.cfg.deep_keys > 0:
-            found, support = self._deep_search(sw, full, *pre)
+            found, support, whole = self._deep_search(sw, full, *pre)
             if found is not None:
                 report.deep_searches["found"] += 1
                 return "key_search", 0, [], found
@@ -557,9 +598,14 @@ class Engine:
             # drawn outcome in 0 of 2,000 re-draws, specs/parity.md), so no key budget finds
             # it. The evidence of a rule difference is then an element of Swift's outcome
             # that no candidate produces; without one the step is resynced from Swift.
+            # Unless some candidate did produce Swift's vector outcome as a whole: then
+            # what differs is JSON-only (e.g. a hidden cryptog's hp), and is reported.
             outside = {name: ~s for name, s in support.items()}
             beyond = cmp.vector_diffs(sw, out, 0, only=outside)
-            if not beyond and self.cfg.marginal:
+            whole = whole or any(
+                cmp.candidate_ok(cmp.vector_agreement(sw, ob)).any() for ob, _ in rounds
+            )
+            if not beyond and self.cfg.marginal and not whole:
                 report.deep_searches["marginal"] += 1
                 diffs = []
             else:
@@ -575,7 +621,8 @@ class Engine:
             for v in cmp.stage_invariants(sw.obs, lane.prev.obs["stage"], n_before):
                 report.stagegen_violations[v.split(" ")[0]] += 1
         if full is None:
-            return "resync", 0, [], None
+            rebuilt = None if stagegen else self._placement_resync(b, lane, sw, cands)
+            return "resync", 0, [], rebuilt
         state = swift_full_mod.to_jax(lane.game.full_state(include_history=True))
         # The resynced state must give Swift's observation, tensors, mask and internal state.
         post = self._initial_diffs(sw, state, full)
@@ -583,12 +630,52 @@ class Engine:
             return "mismatch", 0, post, None
         return "resync", 0, [], state
 
+    def _placement_resync(self, b, lane, sw, cands) -> Any:
+        """Canonical mode: the step's outcome rebuilt when only its new placement differs.
+
+        A placement of several transmissions (the owed siphon spawns) lands on one of
+        hundreds of cell sets, so no key budget reproduces it, and without a full state the
+        lane could not continue. The cells are visible, though: a candidate that agrees
+        with Swift on everything but the countdown channel (where transmissions are) gets
+        the appended entries moved to Swift's new transmission cells, and is taken when its
+        observation, tensors, mask and internal state then equal Swift's. Their types and
+        order stay guesses (``hidden``). None when no candidate qualifies.
+        """
+        if lane.hidden is None:
+            return None
+        grid = np.ones((6, 6, len(cmp.CHANNEL_NAMES)), bool)
+        grid[..., cmp.CHANNEL_NAMES.index("countdown")] = False
+        for ob, k, host in cands[:64]:
+            agree = cmp.vector_agreement(sw, {name: v[k : k + 1] for name, v in ob.items()})
+            agree["tensor.grid"] |= ~grid
+            agree.pop("mask")  # may depend on the cells (CRASH, WARP): checked below
+            if not cmp.candidate_ok(agree)[0]:
+                continue
+            state = host.full(b, k)
+            post = jax_side.transmission_entries(state)
+            survivors = {e[:2] for e in post[: first_appended(lane.hidden.entries, post)]}
+            cells = [
+                (r, c)
+                for r in range(6)
+                for c in range(6)
+                if "transmission" in sw.obs["cells"][r][c] and (r, c) not in survivors
+            ]
+            entries = with_placement_cells(lane.hidden.entries, post, cells)
+            if entries is None:
+                continue
+            rebuilt = jax_side.with_transmissions(state, entries)
+            rebuilt = jax_side.with_top_snapshot_cells(rebuilt, post, entries)
+            if not self._initial_diffs(sw, rebuilt, None):
+                return rebuilt
+        return None
+
     def _deep_search(self, sw, full, batch, b: int, action: int):
         """Many more keys for one lane before reporting a mismatch.
 
-        Returns ``(state, support)``: the matching state or None, and per vector
+        Returns ``(state, support, whole)``: the matching state or None, per vector
         element whether some candidate had Swift's value there (``_decide`` uses it
-        when no candidate matches as a whole).
+        when no candidate matches as a whole), and whether some candidate had all of
+        Swift's vector elements (so only the JSON-level comparison failed).
 
         With ~10 enemies a step has hundreds of distinct outcomes (processing
         orders that block each other differently), some rarer than 1 in 256, so
@@ -604,6 +691,7 @@ class Engine:
         actions = np.full(self.cfg.batch, action, np.int32)
         per_round = self.cfg.batch * self.cfg.num_keys
         support: dict[str, np.ndarray] = {}
+        whole = False
         for r in range(-(-self.cfg.deep_keys // per_round)):
             keys = jax_side.make_keys(
                 self.cfg.seed + 1_000_003 * (r + 1) + 17, self._tick, self.cfg.batch,
@@ -617,12 +705,15 @@ class Engine:
                 seen = a.any(axis=0)
                 support[name] = seen if name not in support else support[name] | seen
             agree = cmp.candidate_ok(elements)
-            for flat in np.flatnonzero(agree)[:4]:
+            whole = whole or bool(agree.any())
+            # Several vector matches can differ in the JSON only (two same-type enemies that
+            # swapped cells): check up to 64 of them before calling the step JSON-only.
+            host = jax_side.Candidates(self.stepper, nxt)
+            for flat in np.flatnonzero(agree)[:64]:
                 lane, k = divmod(int(flat), self.cfg.num_keys)
-                host = jax_side.Candidates(self.stepper, nxt)
                 if not self._record_diffs(sw, host.get(lane, k), full):
-                    return host.full(lane, k), support
-        return None, support
+                    return host.full(lane, k), support, True
+        return None, support, whole
 
 
 def scenario_seed(seed: int, index: int) -> int:
@@ -630,9 +721,15 @@ def scenario_seed(seed: int, index: int) -> int:
     return (int(seed) * 1_000_003 + int(index) * 7_919 + 17) % (1 << 63)
 
 
-def random_scenarios(n: int, seed: int) -> list[dict[str, Any]]:
+def random_scenarios(n: int, seed: int, start: int = 0) -> list[dict[str, Any]]:
+    """Scenarios ``start .. start + n - 1`` of the sequence seeded ``seed``.
+
+    A chunk of a long run is the same as the corresponding slice of one big run's
+    scenarios, so chunks can be run separately (and resumed) and their reports merged.
+    """
     rng = np.random.default_rng(seed)
-    return [generate_scenario(rng, THEMES[i % len(THEMES)]) for i in range(n)]
+    out = [generate_scenario(rng, THEMES[i % len(THEMES)]) for i in range(start + n)]
+    return out[start:]
 
 
 def run_parity(config: Config, swift_bin: str | None = None, command: list[str] | None = None):

@@ -70,6 +70,82 @@ def internal_state_json(state: EnvState) -> dict[str, Any]:
     }
 
 
+def transmission_entries(state: EnvState) -> list[tuple[int, int, int, int, bool, bool]]:
+    """The transmission list in order: ``(row, col, countdown, kind, from_task, from_siphon)``."""
+    t = state.transmissions
+    return [
+        (int(t.pos[i, 0]), int(t.pos[i, 1]), int(t.countdown[i]), int(t.kind[i]),
+         bool(t.from_task[i]), bool(t.from_siphon[i]))
+        for i in range(len(t.alive))
+        if bool(t.alive[i])
+    ]  # fmt: skip
+
+
+def history_counters(state: EnvState) -> tuple[int, int, int]:
+    """``(top, size, lost)`` of the UNDO ring: enough to tell a push from a pop."""
+    h = state.history
+    return int(h.top), int(h.size), int(h.lost)
+
+
+def history_depth(state: EnvState) -> int:
+    return int(state.history.depth)
+
+
+def with_transmissions(state: EnvState, entries: list[tuple]) -> EnvState:
+    """``state`` with its transmission list replaced by ``entries`` (``transmission_entries``
+    tuples, list order): the engine resyncs hidden types and order with it."""
+    t = jax.device_get(state.transmissions)
+    n, cap = len(entries), len(t.alive)
+    if n > cap:
+        raise ValueError(f"{n} transmissions exceed the pool capacity {cap}")
+    rows = np.array([e[:4] for e in entries], np.int64).reshape(n, 4)
+    flags = np.array([e[4:] for e in entries], bool).reshape(n, 2)
+
+    def padded(values: np.ndarray, like: np.ndarray) -> np.ndarray:
+        out = np.zeros_like(like)
+        out[:n] = values
+        return out
+
+    return state.replace(
+        transmissions=t.replace(
+            pos=padded(rows[:, :2], t.pos),
+            countdown=padded(rows[:, 2], t.countdown),
+            kind=padded(rows[:, 3], t.kind),
+            from_task=padded(flags[:, 0], t.from_task),
+            from_siphon=padded(flags[:, 1], t.from_siphon),
+            alive=padded(np.ones(n, bool), t.alive),
+        )
+    )
+
+
+def with_top_snapshot_cells(state: EnvState, old: list[tuple], new: list[tuple]) -> EnvState:
+    """``state`` with the cells of its newest UNDO snapshot's transmissions moved from
+    ``old`` to ``new`` (entry lists of one length), when that snapshot holds ``old``.
+
+    The enemy phase pushes its snapshot after placing transmissions, so a step whose
+    placement the engine rebuilds from Swift's cells must rebuild the snapshot too, or a
+    later UNDO would restore the JAX key's cells.
+    """
+    h = state.history
+    if int(h.size) == 0 or h.snapshots is None:
+        return state
+    slot = (int(h.top) - 1) % h.depth
+    snap = jax.device_get(h.snapshots.transmissions)
+    alive = np.flatnonzero(np.asarray(snap.alive[slot]))
+    held = [
+        (int(snap.pos[slot, i, 0]), int(snap.pos[slot, i, 1]), int(snap.countdown[slot, i]),
+         int(snap.kind[slot, i]))
+        for i in alive
+    ]  # fmt: skip
+    if held != [e[:4] for e in old] or len(new) != len(old):
+        return state
+    pos = np.array(snap.pos, copy=True)
+    for i, e in zip(alive, new, strict=True):
+        pos[slot, i] = e[:2]
+    snapshots = h.snapshots.replace(transmissions=snap.replace(pos=pos))
+    return state.replace(history=h.replace(snapshots=snapshots))
+
+
 def _outcome(step, key, state, action):
     """One candidate: the stepped state and what the comparison reads."""
     from hackmatrix_env.mask import action_mask
