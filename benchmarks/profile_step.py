@@ -2,7 +2,7 @@
 
     uv run hm-bench profile
     uv run hm-bench profile --envs 1024 --play 16 \
-        --parts enemy_phase move_enemies observe --repeats 7 --json /tmp/prof.json
+        --parts enemy_phase move_enemies observe --repeats 7 --json prof.json
 
 States: ``--envs`` games reset with seed ``--seed``, then ``--play`` random masked
 steps of ``env.step`` (gymnax auto-reset), so the batch looks like a training
