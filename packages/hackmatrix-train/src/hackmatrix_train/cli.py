@@ -400,14 +400,22 @@ def cpu_device_count(cfg: TrainConfig, cores: int) -> int:
     return 1
 
 
+def set_cpu_devices(args: argparse.Namespace, cfg: TrainConfig) -> None:
+    """One JAX device per CPU core (``--cpu-devices`` overrides), before any backend starts.
+
+    Multi-host runs (``--distributed``) keep JAX's own devices (specs/train.md §6).
+    """
+    if args.distributed:
+        return
+    from hackmatrix_env.devices import usable_cores, use_cpu_cores
+
+    use_cpu_cores(args.cpu_devices or cpu_device_count(cfg, usable_cores()))
+
+
 def train_main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     cfg, explicit = config_from_args(args)
-    if not args.distributed:
-        from hackmatrix_env.devices import usable_cores, use_cpu_cores
-
-        # one JAX device per core, set before anything starts a backend (specs/train.md §9)
-        use_cpu_cores(args.cpu_devices or cpu_device_count(cfg, usable_cores()))
+    set_cpu_devices(args, cfg)
     if args.distributed:
         import jax
 

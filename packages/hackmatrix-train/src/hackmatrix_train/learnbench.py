@@ -198,7 +198,7 @@ def combine(paths: list[str], out: Path, tag: str) -> dict:
 
 def main(argv=None) -> int:
     from hackmatrix_train import compile_cache
-    from hackmatrix_train.cli import build_parser, config_from_args, cpu_device_count, warm_start
+    from hackmatrix_train.cli import build_parser, config_from_args, set_cpu_devices, warm_start
 
     p = argparse.ArgumentParser(prog="hm-train-learn", description=__doc__)
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
@@ -231,10 +231,7 @@ def main(argv=None) -> int:
         return 0
     train_args = build_parser().parse_args(rest)
     cfg, explicit = config_from_args(train_args)
-    if not train_args.distributed:
-        from hackmatrix_env.devices import usable_cores, use_cpu_cores
-
-        use_cpu_cores(train_args.cpu_devices or cpu_device_count(cfg, usable_cores()))
+    set_cpu_devices(train_args, cfg)
     compile_cache.enable_from_args(train_args)
 
     import platform
