@@ -4,7 +4,8 @@
 
 Plays ``--envs`` games for ``--steps`` auto-reset steps of ``jit(vmap(env.step))``
 with the uniform masked policy of ``hm-bench`` (actions drawn from the observed
-masks with fixed keys), and prints SHA-256 digests of (a) every state leaf, the
+masks with fixed keys), and prints SHA-256 digests of (a) every state leaf (by field
+name, so the digest does not depend on how the state's fields are grouped), the
 actions and the done flags, (b) the observation grids, (c) the rewards, plus the
 reward sum; ``--save FILE`` keeps the rewards (``float32[steps, envs]``) for an
 element-wise comparison. Two runs with equal digests played the same games.
@@ -24,6 +25,19 @@ import hashlib
 import jax
 import numpy as np
 from hackmatrix_env.devices import sharded_vmap, use_cpu_cores
+
+
+def state_leaves_by_name(state) -> list[tuple[str, object]]:
+    """The state's leaves sorted by field path, the game's fields named as at top level.
+
+    ``EnvState`` groups the game's fields under ``game``; naming them without that prefix
+    and sorting makes the digest the same for any grouping of the same fields.
+    """
+    named = [
+        (jax.tree_util.keystr(path).replace(".game.", "."), leaf)
+        for path, leaf in jax.tree_util.tree_flatten_with_path(state)[0]
+    ]
+    return sorted(named, key=lambda item: item[0])
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -50,7 +64,7 @@ def main(argv: list[str] | None = None) -> None:
         action = uniform_masked_actions(jax.random.fold_in(k, 0), obs.action_mask)
         keys = jax.random.split(jax.random.fold_in(k, 1), n)
         obs, state, reward, term, trunc, _ = step(keys, state, action, params)
-        for leaf in jax.tree.leaves(state):
+        for _, leaf in state_leaves_by_name(state):
             h_state.update(np.asarray(leaf).tobytes())
         h_state.update(np.asarray(action).tobytes())
         h_state.update(np.asarray(term | trunc).tobytes())

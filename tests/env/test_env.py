@@ -223,7 +223,7 @@ def test_vmapped_rollout_with_autoreset():
 def test_other_key_kinds_play_and_repeat(impl):
     """rbg keys (4 data words) and legacy ``PRNGKey`` arrays drive reset and step.
 
-    The game's seeds are mixed from the key's data (``placement.rng_seed``), so
+    The game's seeds are mixed from the key's data (``rng.rng_seed``), so
     any key kind works; the same key replays the same game, another key differs.
     """
 

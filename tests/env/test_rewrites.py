@@ -25,7 +25,7 @@ from hackmatrix_env.constants import (
     NUM_PROGRAMS,
     Content,
 )
-from hackmatrix_env.placement import rng_seed
+from hackmatrix_env.rng import rng_seed
 from hackmatrix_env.types import blank_state
 from hypothesis import given, settings
 from hypothesis import strategies as st

@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 from jax.custom_batching import custom_vmap
 
-from hackmatrix_env.board import select_tree
+from hackmatrix_env.board import cond_where, fori_loop
 
 
 def _broadcast_rows(axis_size: int, tree, batched):
@@ -54,7 +54,7 @@ def compute_where(pred: jax.Array, fn, args: tuple, default):
 
     @custom_vmap
     def run(pred, args, default):
-        return jax.lax.cond(pred, lambda: select_tree(pred, fn(*args), default), lambda: default)
+        return cond_where(pred, fn, args, default)
 
     @run.def_vmap
     def run_batched(axis_size, in_batched, pred, args, default):
@@ -116,12 +116,9 @@ def ragged_fori_loop(n: jax.Array, body, init, consts=()):
     game with a dozen or more.
     """
 
-    def loop(n, init, consts):
-        return jax.lax.fori_loop(0, n, lambda i, c: body(i, c, consts), init)
-
     @custom_vmap
     def run(n, init, consts):
-        return loop(n, init, consts)
+        return fori_loop(n, body, init, consts)
 
     @run.def_vmap
     def run_batched(axis_size, in_batched, n, init, consts):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+from jax import lax
 
 from hackmatrix_env.constants import DIR_OFFSETS, GRID_SIZE, MAX_ENEMIES, MAX_TRANSMISSIONS, Content
 from hackmatrix_env.types import Enemies, Grid, Transmissions
@@ -23,6 +24,24 @@ _ROWS = jnp.arange(GRID_SIZE, dtype=jnp.int32)
 def select_tree(pred: jax.Array, on_true, on_false):
     """Leaf-wise ``where(pred, on_true, on_false)`` over two pytrees of equal structure."""
     return jax.tree.map(lambda a, b: jnp.where(pred, a, b), on_true, on_false)
+
+
+def fori_loop(n: jax.Array, body, init, consts=()):
+    """``lax.fori_loop(0, n, lambda i, c: body(i, c, consts), init)``: the plain ``loop``.
+
+    The signature of ``batching.ragged_fori_loop``, which ``game.enemy_phase`` passes
+    instead (same result, cheaper under ``vmap``).
+    """
+    return lax.fori_loop(0, n, lambda i, c: body(i, c, consts), init)
+
+
+def cond_where(pred: jax.Array, fn, args: tuple, default):
+    """``fn(*args)`` if ``pred`` else ``default``: the plain ``sparse`` evaluation.
+
+    The signature of ``batching.compute_where``, which ``game`` passes instead (same
+    result; under ``vmap`` it computes ``fn`` only for the rows that need it).
+    """
+    return lax.cond(pred, lambda: select_tree(pred, fn(*args), default), lambda: default)
 
 
 def any_true(x, axis=None) -> jax.Array:

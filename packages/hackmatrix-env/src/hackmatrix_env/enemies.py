@@ -1,17 +1,18 @@
-"""The enemy phase in its exact order (rules §7), layer 3.
+"""The phases of the enemy phase (rules §7), layer 3.
 
-``run_enemy_phase`` = STEP skip (§7.1); ``turn += 1``; tick and hatch (§7.3);
-sub-steps 0 and 1, each a fresh uniform processing order (§7.4-7.6);
-scheduled task (§7.8); owed siphon spawns (§7.9); status clearing (§7.10);
-snapshot (§7.11). The player's death is not checked here.
+``game.enemy_phase`` runs them in their exact order: STEP skip (§7.1); ``next_turn``;
+``hatch_transmissions`` (§7.3); ``move_enemies``: sub-steps 0 and 1, each a fresh uniform
+processing order (§7.4-7.6); ``place_scheduled_and_owed``: scheduled task (§7.8) and owed
+siphon spawns (§7.9); ``clear_statuses`` (§7.10). The snapshot (§7.11) is pushed by the env
+shell, and the player's death is not checked here.
 
 Both sub-steps run as one loop over processing positions: the ready (alive,
 not disabled, not stunned) enemies of sub-step 0 in a random order, then the
 ready viruses of sub-step 1 in a fresh one (an enemy that attacked in
 sub-step 0 is a no-op there). Sub-step 1 has no positions when no virus
-exists, so S (§7.4) needs no explicit branch. The loop is a
-``batching.ragged_fori_loop``: under ``vmap`` each game loops only as far as
-its own enemy count, not the batch's largest. Each iteration runs at most one
+exists, so S (§7.4) needs no explicit branch. The loop is the caller's ``loop``
+(``game.enemy_phase`` passes ``batching.ragged_fori_loop``: under ``vmap`` each game loops
+only as far as its own enemy count, not the batch's largest). Each iteration runs at most one
 tier-1 BFS (the acting enemy's); the tier-2 maps ignore occupancy and are
 computed once per phase, one per pass type (glitch / non-glitch).
 """
@@ -22,9 +23,8 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from hackmatrix_env import history, pathfinding
-from hackmatrix_env.batching import compute_where, ragged_fori_loop
-from hackmatrix_env.board import block_map, num_alive, select_tree
+from hackmatrix_env import pathfinding
+from hackmatrix_env.board import block_map, cond_where, fori_loop, num_alive
 from hackmatrix_env.constants import (
     ENEMY_MAX_HP,
     ENEMY_SPEED,
@@ -33,13 +33,11 @@ from hackmatrix_env.constants import (
     MAX_TRANSMISSIONS,
     EnemyKind,
 )
-from hackmatrix_env.placement import (
-    hash_bits,
-    place_transmission_batches,
-    place_transmissions,
-    rng_seed,
-)
-from hackmatrix_env.types import EnvState
+from hackmatrix_env.placement import place_transmission_batches
+from hackmatrix_env.rng import hash_bits, rng_seed
+from hackmatrix_env.types import GameState
+
+
 
 _SLOTS = jnp.arange(MAX_ENEMIES, dtype=jnp.int32)
 
@@ -69,7 +67,7 @@ def _move_words(words: jax.Array, move: jax.Array, first_slot: jax.Array) -> jax
     return jnp.max(jnp.where(hit, words[:, None], jnp.uint32(0)), axis=0)
 
 
-def hatch_transmissions(state: EnvState) -> EnvState:
+def hatch_transmissions(state: GameState) -> GameState:
     """Tick every transmission; countdown <= 1 hatches (rules §7.3).
 
     Hatched enemies (full hp, disabled = 1, flags copied, last_known = cell) are
@@ -143,7 +141,7 @@ def phase_seeds(key: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
     """(order, scheduled-task, owed-spawn) seeds, uint32[2] each, from the key's data.
 
     Every random choice of the enemy phase (rules §12.1 #10-12) reads the hash
-    stream (``placement.hash_bits``) of one of these seeds. Only the
+    stream (``rng.hash_bits``) of one of these seeds. Only the
     distributions are normative (rules §12.1), and each ``jax.random`` call
     site costs a rolled threefry loop (5 trips of ~16 small kernels under
     ``vmap`` on CPU): this replaced a 4-way split, two 32-word draws and two
@@ -180,14 +178,15 @@ _FAST_KINDS = tuple(k for k in range(len(ENEMY_SPEED)) if ENEMY_SPEED[k] > 1)  #
 _READY, _GLITCH, _CRYPTOG, _FAST = 1, 2, 4, 8  # per-slot flag bits in move_enemies
 
 
-def move_enemies(order_seed: jax.Array, state: EnvState) -> EnvState:
+def move_enemies(order_seed: jax.Array, state: GameState, loop=fori_loop) -> GameState:
     """Both movement sub-steps: attack if adjacent, else move (rules §7.4-7.6).
 
     One loop over the positions of sub-step 0 then sub-step 1; the acting slot
     is the unprocessed one with the smallest random key (``processing_keys``),
-    picked as a one-hot mask (no sort, no rank matrix, no batched gather). Positions are updated immediately (§7.5 step 3). Inside
-    the scan cells are int8 indices row * 6 + col and per-slot facts one int8
-    bit field, so each iteration touches little memory.
+    picked as a one-hot mask (no sort, no rank matrix, no batched gather). Positions are
+    updated immediately (§7.5 step 3). Inside the loop cells are int8 indices row * 6 + col
+    and per-slot facts one int8 bit field, so each iteration touches little memory.
+    ``loop``: ``fori_loop`` or anything with its signature and result.
     """
     e = state.enemies
     player = state.player.pos.astype(jnp.int32)
@@ -294,7 +293,7 @@ def move_enemies(order_seed: jax.Array, state: EnvState) -> EnvState:
         jnp.zeros(MAX_ENEMIES, jnp.bool_),
     )
     # Positions past the last enemy that can act are no-ops, so the loop stops there.
-    out = ragged_fori_loop(counts[0] + counts[1], act, carry, consts)
+    out = loop(counts[0] + counts[1], act, carry, consts)
     cell, _, hp, last_known, _, _, _ = out
     # Slots whose value did not change keep their stored pos exactly (dead slots included).
     moved = cell != carry[0]
@@ -315,54 +314,19 @@ def _pool_bits(pos: jax.Array, alive: jax.Array) -> pathfinding.Bits:
     )
 
 
-def run_scheduled_task(key: jax.Array, state: EnvState) -> EnvState:
-    """One scheduled transmission when due and CALM is off (rules §7.8)."""
-    due = ~state.calm_flag & (state.turn >= state.next_task_turn)
-
-    def place(key, state):  # sparse under vmap: the task is due about once in 12 turns
-        return place_transmissions(key, state, jnp.int32(1), from_task=True, max_count=1)
-
-    snapshots = state.history.snapshots
-    light = state.replace(history=state.history.replace(snapshots=None))
-    light = compute_where(due, place, (key, light), light)
-    state = light.replace(history=light.history.replace(snapshots=snapshots))
-    next_turn = jnp.where(due, state.turn + state.task_interval, state.next_task_turn)
-    return state.replace(next_task_turn=next_turn.astype(jnp.int32))
-
-
-def place_owed_spawns(key: jax.Array, state: EnvState) -> EnvState:
-    """Place the owed siphon transmissions, then owe none (rules §7.9).
-
-    Owed spawns are rare and the placement is long, so it runs through
-    ``batching.compute_where``: under vmap only the rows that owe spawns pay.
-    """
-
-    def place(key, state):
-        return place_transmissions(
-            key, state, state.pending_siphon_spawns, from_siphon=True, max_count=MAX_TRANSMISSIONS
-        )
-
-    snapshots = state.history.snapshots
-    light = state.replace(history=state.history.replace(snapshots=None))
-    light = compute_where(state.pending_siphon_spawns > 0, place, (key, light), light)
-    state = light.replace(history=light.history.replace(snapshots=snapshots))
-    return state.replace(pending_siphon_spawns=jnp.int32(0))
-
-
 def place_scheduled_and_owed(
-    seed_sched: jax.Array, seed_owed: jax.Array, state: EnvState
-) -> EnvState:
+    seed_sched: jax.Array, seed_owed: jax.Array, state: GameState, sparse=cond_where
+) -> GameState:
     """``run_scheduled_task`` then ``place_owed_spawns`` (rules §7.8-7.9), as one placement.
 
-    Both are placements with their own seed (uint32[2], ``phase_seeds``; the
-    keyed functions use ``rng_seed(key)``), one after the other; here they are
-    one ``placement.place_transmission_batches`` loop (batch 0: the task's
-    transmission, batch 1: the owed ones) inside one ``compute_where`` over the
-    rows that need either, so the placement is compiled once for the enemy
-    phase. Same result as the two calls. The placement writes only the
-    transmissions and the overflow flag, so only those are the sparse job's
-    result: under ``vmap`` the job scatters back (and its loop carries) 7 leaves,
-    not the whole state (specs/env-shell.md §7.6).
+    Both are placements with their own seed (uint32[2], ``phase_seeds``), one after the
+    other; here they are one ``placement.place_transmission_batches`` loop (batch 0: the
+    task's transmission, batch 1: the owed ones) evaluated by ``sparse`` (``cond_where`` or
+    ``batching.compute_where``) for the rows that need either (about one turn in a dozen), so
+    the placement is compiled once for the enemy phase. The placement writes only the
+    transmissions and the overflow flag, so only those are the sparse job's result: under
+    ``vmap`` the job scatters back (and its loop carries) 7 leaves, not the whole state
+    (specs/env-shell.md §7.6).
     """
     due = ~state.calm_flag & (state.turn >= state.next_task_turn)
     owed = state.pending_siphon_spawns
@@ -375,11 +339,10 @@ def place_scheduled_and_owed(
         )
         return placed.transmissions, placed.overflow
 
-    light = state.replace(history=state.history.replace(snapshots=None))
-    transmissions, overflow = compute_where(
+    transmissions, overflow = sparse(
         due | (owed > 0),
         place,
-        (seed_sched, seed_owed, light, due),
+        (seed_sched, seed_owed, state, due),
         (state.transmissions, state.overflow),
     )
     state = state.replace(transmissions=transmissions, overflow=overflow)
@@ -389,34 +352,13 @@ def place_scheduled_and_owed(
     )
 
 
-def clear_statuses(state: EnvState) -> EnvState:
+def next_turn(state: GameState) -> GameState:
+    """``turn + 1``: a real enemy phase starts (rules §7.2 step 1)."""
+    return state.replace(turn=(state.turn + 1).astype(jnp.int32))
+
+
+def clear_statuses(state: GameState) -> GameState:
     """disabled -1 (min 0), stun cleared, for every enemy (rules §7.10)."""
     e = state.enemies
     disabled = jnp.maximum(e.disabled.astype(jnp.int32) - 1, 0).astype(jnp.int8)
     return state.replace(enemies=e.replace(disabled=disabled, stunned=jnp.zeros_like(e.stunned)))
-
-
-def run_enemy_phase(
-    key: jax.Array, state: EnvState, active: jax.Array | bool = True
-) -> tuple[EnvState, jax.Array]:
-    """The enemy phase that follows a turn-ending action (rules §7.1-7.11).
-
-    ``active`` False returns ``state`` untouched (for callers that select; the
-    history buffer is then not copied).
-    Returns (state, ran): ``ran`` is True iff a real (non-skipped) phase ran; a
-    skipped phase only clears STEP.
-    """
-    order_seed, seed_sched, seed_owed = phase_seeds(key)  # rules §12.1
-    active = jnp.asarray(active, jnp.bool_)
-    real = active & ~state.step_flag
-
-    phased = state.replace(turn=(state.turn + 1).astype(jnp.int32))
-    phased = hatch_transmissions(phased)
-    phased = move_enemies(order_seed, phased)
-    phased = place_scheduled_and_owed(seed_sched, seed_owed, phased)  # §7.8 then §7.9
-    phased = clear_statuses(phased)
-
-    out = select_tree(real, phased.replace(history=state.history), state)
-    out = out.replace(step_flag=state.step_flag & ~active)
-    out = history.push_snapshot(out, enabled=real)
-    return out, real

@@ -24,16 +24,16 @@ A thin shell over ``game.step_game`` (interface §1), ``stage.reset_game``
   Swift; raise ``EnvParams.history_depth``, specs/programs.md §5), plus
   gymnax's ``terminated``, ``truncated`` and ``final_observation``.
 
-``step`` keeps the gymnax 1.0 contract (auto-reset on ``terminated |
-truncated``) with these savings (specs/env-shell.md §4, §7.3): the UNDO
-history buffer is not selected between the reset and the stepped state (on
-reset only the ring's counters are zeroed: an empty ring is never read);
-under ``vmap`` the reset is computed only for the envs that are done, by the
-same sparse job as the generation of the stages completed this step (two
-passes of one ``compute_where``: the stage generation is compiled once);
-the observation is computed densely for the returned state and
-``final_observation`` sparsely for the done rows. Results equal the base
-class's ``step`` exactly, apart from the unread snapshot buffer.
+The state is ``EnvState(time, game, history)``: the game (``GameState``, what the rules
+read and write) and the UNDO ring, which this shell keeps: a step reads the ring's top
+(``history.undo_top``), runs ``game.step_game`` and records the step in the ring
+(``history.record_step``: pop if UNDO ran, push after a real enemy phase).
+
+``step`` keeps the gymnax 1.0 contract (auto-reset on ``terminated | truncated``). Under
+``vmap`` the reset is computed only for the envs that are done (``batching.compute_where``),
+and so is ``final_observation``; the UNDO ring's buffer is never selected (a fresh game's
+ring is empty, so only its counters are reset; an empty ring is never read). Results equal
+the base class's ``step`` exactly, apart from that unread buffer.
 """
 
 from __future__ import annotations
@@ -46,7 +46,6 @@ import jax.numpy as jnp
 from gymnax.environments import environment, spaces
 
 from hackmatrix_env.batching import compute_where
-from hackmatrix_env.board import select_tree
 from hackmatrix_env.constants import (
     GRID_CHANNELS,
     GRID_SIZE,
@@ -56,59 +55,39 @@ from hackmatrix_env.constants import (
     PLAYER_FEATURES,
     Content,
 )
-from hackmatrix_env.game import step_game, step_keys
-from hackmatrix_env.observation import observe
+from hackmatrix_env.game import step_game
+from hackmatrix_env.history import has_snapshot, record_step, undo_top
+from hackmatrix_env.observation import observe, observe_game
 from hackmatrix_env.reward import reward_breakdown, total_reward
-from hackmatrix_env.stage import generate_or_reset, reset_game, trim_history
-from hackmatrix_env.types import EnvParams, EnvState, Observation
+from hackmatrix_env.stage import reset_game
+from hackmatrix_env.types import EnvParams, EnvState, Observation, blank_history
 
 
-def _step_outcome(state: EnvState, after: EnvState, ev) -> tuple[EnvState, Any, Any, dict]:
-    """``(after with time + 1, reward f32, terminated, info)`` of one game step (interface §4)."""
-    breakdown = reward_breakdown(state, after, ev)
+def _step(key: jax.Array, state: EnvState, action: jax.Array) -> tuple[EnvState, Any, Any, dict]:
+    """One game step and its ring update: ``(state, reward f32, terminated, info)`` (§4).
+
+    ``time`` + 1; the ring pops if UNDO ran and pushes after a real enemy phase; an UNDO
+    that empties a ring which dropped snapshots sets ``overflow`` (``history.drop_snapshot``).
+    """
+    game, ev = step_game(key, state.game, action, undo_top(state.history))
+    history, diverged = record_step(state.history, game, ev.undone, ev.enemy_phase_ran)
+    game = game.replace(overflow=game.overflow | diverged)
+    breakdown = reward_breakdown(state.game, game, ev)
     reward = total_reward(breakdown).astype(jnp.float32)
-    terminated = ev.invalid | ev.victory | (after.player.hp == 0)
-    after = after.replace(time=(state.time + 1).astype(jnp.int32))
+    terminated = ev.invalid | ev.victory | (game.player.hp == 0)
+    after = EnvState(time=(state.time + 1).astype(jnp.int32), game=game, history=history)
     info = {
         "reward_breakdown": breakdown,
         "action_kind": ev.action_kind,
         "invalid_action": ev.invalid,
-        "history_overflow": after.overflow,
+        "history_overflow": game.overflow,
     }
     return after, reward, terminated, info
 
 
-def _stage_and_reset(
-    need_stage: jax.Array,
-    done: jax.Array,
-    key_stage: jax.Array,
-    key_reset: jax.Array,
-    light: EnvState,
-    params: EnvParams,
-) -> tuple[EnvState, Observation]:
-    """(state after the step's generations, final observation of the done rows).
-
-    Pass 0: ``generate_stage`` where ``need_stage``; the done rows' final
-    observation is that state's. Pass 1: a fresh game where ``done`` (a reset
-    reads nothing of pass 0's state). One ``fori_loop`` of two trips over one
-    ``compute_where`` job, so the stage generation is traced and compiled once,
-    and the state is not materialised twice as the stacked default of a K-job
-    list (−7.7 % time, specs/env-shell.md §7.8). The final
-    observation of a row that is not done is zeros (the caller selects).
-    """
-    keys = jnp.stack([key_stage, key_reset])
-
-    def one_pass(p, carry):
-        cur, final_obs = carry
-        pred = jnp.where(p == 0, need_stage, done)
-        # The job reads ``light`` (a reset reads no state), so ``cur`` is only the
-        # default and its buffer is updated in place.
-        cur = compute_where(pred, generate_or_reset, (p == 1, keys[p], light, params), cur)
-        final_obs = compute_where(done & (p == 0), observe, (cur,), final_obs)
-        return cur, final_obs
-
-    zeros = jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), jax.eval_shape(observe, light))
-    return jax.lax.fori_loop(0, 2, one_pass, (light, zeros))
+def _fresh(key: jax.Array, params: EnvParams) -> tuple[jax.Array, Any]:
+    """``(time 0, reset_game(key, params))``: what a reset replaces besides the ring."""
+    return jnp.int32(0), reset_game(key, params)
 
 
 class HackMatrix(environment.Environment[EnvState, EnvParams]):
@@ -160,39 +139,35 @@ class HackMatrix(environment.Environment[EnvState, EnvParams]):
         if type(self).reset_env is not HackMatrix.reset_env:
             raise TypeError(
                 f"{type(self).__name__} overrides reset_env, which step's auto-reset does not "
-                "call; override reset_extras(key, state, params) instead"
+                "call (it builds fresh games sparsely, with stage.reset_game); wrap the env "
+                "instead (e.g. a gymnax wrapper) to change what a reset gives"
             )
         key_step, key_reset = jax.random.split(key)
         action = jnp.asarray(action, jnp.int32)
-        # step_env without the new stage's generation: it runs below, in the sparse job
-        # shared with the auto-reset (_stage_and_reset: one compiled generation).
-        keys = step_keys(key_step)
-        state_st, ev = step_game(key_step, state, action, generate=False, keys=keys)
-        state_st, reward, terminated, info = _step_outcome(state, state_st, ev)
-        truncated = self.is_truncated(state_st, params)
+        stepped, reward, terminated, info = _step(key_step, state, action)
+        truncated = self.is_truncated(stepped, params)
         done = terminated | truncated
-        # Two passes of one sparse job (``_stage_and_reset``, traced once): pass 0 generates
-        # the next stage where one was completed (step_game's generation), pass 1
-        # resets the done rows. Between them the done rows' final observation is
-        # taken. The snapshot buffer is never selected: a fresh game's ring is
-        # empty, so only its counters are reset.
-        snapshots = state_st.history.snapshots
-        light = trim_history(state_st)
-        trimmed, final_obs = _stage_and_reset(
-            ev.exit_reached & ~ev.victory, done, keys[1], key_reset, light, params
+        # The reset is rare: computed for the done rows only (sparse under vmap). The ring's
+        # buffer is not selected: a fresh game's ring is empty, so only its counters reset.
+        time, game = compute_where(
+            done, _fresh, (key_reset, params), (stepped.time, stepped.game)
         )
-        if type(self).reset_extras is not HackMatrix.reset_extras:  # a subclass's additions
-            trimmed = select_tree(done, self.reset_extras(key_reset, trimmed, params), trimmed)
-        obs = self.observe(key_step, trimmed, action, params)
-        # The stepped state's observation differs from obs only on the done rows
-        # (computed sparsely, for those rows only, inside _stage_and_reset).
-        obs_st = select_tree(done, final_obs, obs)
-        state = trimmed.replace(history=trimmed.history.replace(snapshots=snapshots))
+        empty = blank_history(params.history_depth)
+        history = stepped.history.replace(
+            top=jnp.where(done, empty.top, stepped.history.top),
+            size=jnp.where(done, empty.size, stepped.history.size),
+            lost=jnp.where(done, empty.lost, stepped.history.lost),
+        )
+        state = EnvState(time=time, game=game, history=history)
+        obs = self.observe(key_step, state, action, params)
+        # The stepped state's observation differs from obs only on the done rows.
+        undo_ok = has_snapshot(stepped.history)
+        final_obs = compute_where(done, observe_game, (stepped.game, undo_ok), obs)
         info = {
             **info,
             "terminated": terminated,
             "truncated": truncated,
-            "final_observation": obs_st,
+            "final_observation": final_obs,
         }
         return obs, state, reward, terminated, truncated, info
 
@@ -204,26 +179,16 @@ class HackMatrix(environment.Environment[EnvState, EnvParams]):
         params: EnvParams,
     ) -> tuple[Observation, EnvState, jax.Array, jax.Array, dict[str, Any]]:
         """One game step (interface §1) without auto-reset."""
-        action = jnp.asarray(action, jnp.int32)
-        next_state, ev = step_game(key, state, action)
-        next_state, reward, terminated, info = _step_outcome(state, next_state, ev)
+        next_state, reward, terminated, info = _step(key, state, jnp.asarray(action, jnp.int32))
         obs = self.observe(key, next_state, action, params)
         return obs, next_state, reward, terminated, info
 
     def reset_env(self, key: jax.Array, params: EnvParams) -> tuple[Observation, EnvState]:
-        """A fresh game (rules §10.1); ``params.start_stage`` > 1 starts at that stage."""
-        state = self.reset_extras(key, reset_game(key, params), params)
+        """A fresh game (rules §10.1) with an empty UNDO ring; ``params.start_stage`` > 1
+        starts at that stage."""
+        time, game = _fresh(key, params)
+        state = EnvState(time=time, game=game, history=blank_history(params.history_depth))
         return self.observe(key, state, None, params), state
-
-    def reset_extras(self, key: jax.Array, state: EnvState, params: EnvParams) -> EnvState:
-        """What a subclass adds to a fresh game (identity here), e.g. a training start kit.
-
-        Override this, not ``reset_env``: ``step``'s auto-reset builds the fresh game in a
-        job list shared with stage generation and then applies this hook with the same
-        key ``reset_env`` would get, so both paths give the same state. ``state`` may come
-        without its snapshot buffer (``history.snapshots`` None); leave the history alone.
-        """
-        return state
 
     def observe(
         self,
@@ -248,9 +213,10 @@ class HackMatrix(environment.Environment[EnvState, EnvParams]):
         step, not of the state (see ``info["invalid_action"]``).
         """
         del params
-        r, c = state.player.pos[0].astype(jnp.int32), state.player.pos[1].astype(jnp.int32)
-        on_exit = state.grid.content[r, c] == Content.EXIT
-        return (state.player.hp == 0) | ((state.stage >= NUM_STAGES) & on_exit)
+        game = state.game
+        r, c = game.player.pos[0].astype(jnp.int32), game.player.pos[1].astype(jnp.int32)
+        on_exit = game.grid.content[r, c] == Content.EXIT
+        return (game.player.hp == 0) | ((game.stage >= NUM_STAGES) & on_exit)
 
     # ------------------------------------------------------------------ rendering
 

@@ -15,12 +15,12 @@ from hackmatrix_env.board import (
     remove_slot,
 )
 from hackmatrix_env.constants import DIR_OFFSETS, GRID_SIZE, Content
-from hackmatrix_env.types import EnvState
+from hackmatrix_env.types import GameState
 
 _STEPS = jnp.arange(1, GRID_SIZE, dtype=jnp.int32)  # distances 1..5 along a line
 
 
-def direction_mask(state: EnvState) -> jax.Array:
+def direction_mask(state: GameState) -> jax.Array:
     """bool[4]: the mask of the 4 directions (interface §2.2), in canonical order.
 
     A direction is valid iff the adjacent cell is on the board and holds no
@@ -43,12 +43,12 @@ def direction_mask(state: EnvState) -> jax.Array:
     return on_board & (~blocked | enemy)
 
 
-def can_enter_or_hit(state: EnvState, d: jax.Array) -> jax.Array:
+def can_enter_or_hit(state: GameState, d: jax.Array) -> jax.Array:
     """bool[]: direction ``d`` is valid in the mask (``direction_mask(state)[d]``)."""
     return direction_mask(state)[d]
 
 
-def find_target(state: EnvState, d: jax.Array):
+def find_target(state: GameState, d: jax.Array):
     """Walk the line of fire from the player (rules §4.1).
 
     Returns (is_transmission bool[], is_enemy bool[], idx int32[]): the first
@@ -75,7 +75,7 @@ def find_target(state: EnvState, d: jax.Array):
     return is_t, is_e, idx
 
 
-def resolve_direction(state: EnvState, d: jax.Array):
+def resolve_direction(state: GameState, d: jax.Array):
     """Execute direction ``d``: shoot the first target in line, else move (rules §4.2-4.3).
 
     Returns (state, ok, shot, kills, collected, exit_reached):

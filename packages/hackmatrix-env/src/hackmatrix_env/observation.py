@@ -47,7 +47,8 @@ from hackmatrix_env.constants import (
     Resource,
 )
 from hackmatrix_env.mask import action_mask
-from hackmatrix_env.types import EnvState, Observation
+from hackmatrix_env.history import has_snapshot
+from hackmatrix_env.types import EnvState, GameState, Observation
 
 _TABLE_SIZE = 128  # covers every non-negative int8 value
 
@@ -101,7 +102,7 @@ def _capped50(value: jax.Array) -> jax.Array:
     return jnp.where(v >= 0, looked, v.astype(jnp.float32) / jnp.float32(50.0))
 
 
-def player_features(state: EnvState) -> jax.Array:
+def player_features(state: GameState) -> jax.Array:
     """float32[10] (interface §3.2)."""
     p = state.player
     f32 = jnp.float32
@@ -142,7 +143,7 @@ def _signed_byte(word: jax.Array) -> jax.Array:
     return ((word & 0xFF) ^ 0x80) - 0x80
 
 
-def grid_features(state: EnvState) -> jax.Array:
+def grid_features(state: GameState) -> jax.Array:
     """float32[6,6,42] (interface §3.4-3.5)."""
     f32 = jnp.float32
     cells = GRID_SIZE * GRID_SIZE
@@ -212,14 +213,22 @@ def grid_features(state: EnvState) -> jax.Array:
     return out.reshape(GRID_SIZE, GRID_SIZE, GRID_CHANNELS)
 
 
-def observe(state: EnvState) -> Observation:
-    """The observation of ``state`` (interface §3), with the action mask."""
+def observe_game(game: GameState, undo_available: jax.Array | bool) -> Observation:
+    """The observation of ``game`` (interface §3), with the action mask.
+
+    ``undo_available``: the UNDO ring holds a snapshot (the mask's UNDO entry).
+    """
     return Observation(
-        player=player_features(state),
-        programs=programs.owned_programs(state).astype(jnp.float32),
-        grid=grid_features(state),
-        action_mask=action_mask(state),
+        player=player_features(game),
+        programs=programs.owned_programs(game).astype(jnp.float32),
+        grid=grid_features(game),
+        action_mask=action_mask(game, undo_available),
     )
+
+
+def observe(state: EnvState) -> Observation:
+    """The observation of an env state: its game's, with UNDO allowed when its ring holds one."""
+    return observe_game(state.game, has_snapshot(state.history))
 
 
 def flatten_observation(obs: Observation) -> jax.Array:

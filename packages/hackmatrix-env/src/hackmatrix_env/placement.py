@@ -17,11 +17,7 @@ So one placement = one uniform ``u`` deciding {E1, E0, none} with
 probabilities p1, (1 − p1)·p0, (1 − p1)(1 − p0), one uniform pick inside the
 chosen set, and one type draw. ``p`` comes from a host-side float32 table.
 
-Random numbers: ``jax.random`` (threefry) costs about 1 µs per env for a few
-dozen numbers under ``vmap`` on CPU, far more than the rules themselves. Bulk
-draws therefore come from ``hash_uniform``: a counter-based stream (the
-murmur3 finaliser of ``(s0 + i·φ) xor s1``) whose two seed words are mixed
-from the call's key data (``rng_seed``, specs/env-shell.md §1).
+Random numbers come from the counter-based stream of ``rng.py``.
 
 A batch places ``count`` transmissions one after another (later ones see the
 earlier ones): a fixed-length ``lax.scan`` of ``max_count`` iterations whose
@@ -44,7 +40,8 @@ from hackmatrix_env.board import (
     transmission_map,
 )
 from hackmatrix_env.constants import GRID_SIZE, MAX_TRANSMISSIONS, NUM_CELLS, PLACEMENT_TRIES
-from hackmatrix_env.types import EnvState
+from hackmatrix_env.rng import hash_bits, hash_uniform, rng_seed
+from hackmatrix_env.types import GameState
 
 # p(n) = 1 - (1 - n/36)^100: chance that 100 uniform tries hit a set of n cells (rules §8).
 PLACEMENT_SUCCESS = (1.0 - (1.0 - np.arange(NUM_CELLS + 1) / NUM_CELLS) ** PLACEMENT_TRIES).astype(
@@ -52,54 +49,6 @@ PLACEMENT_SUCCESS = (1.0 - (1.0 - np.arange(NUM_CELLS + 1) / NUM_CELLS) ** PLACE
 )
 
 _IDX = np.arange(GRID_SIZE)
-_GOLDEN = np.uint32(0x9E3779B9)
-
-
-def _fmix32(x: jax.Array) -> jax.Array:
-    """murmur3's 32-bit finaliser: a bijection of uint32 with full avalanche."""
-    x = x ^ (x >> 16)
-    x = x * jnp.uint32(0x85EBCA6B)
-    x = x ^ (x >> 13)
-    x = x * jnp.uint32(0xC2B2AE35)
-    return x ^ (x >> 16)
-
-
-def rng_seed(key: jax.Array) -> jax.Array:
-    """uint32[2]: seed words for ``hash_bits`` / ``hash_uniform``, mixed from ``key``'s data.
-
-    The key's raw words (``jax.random.key_data``: 2 for threefry keys, legacy
-    ``PRNGKey`` arrays included, 4 for rbg keys) are already the output of the
-    split that made the key, so a few ``fmix32`` rounds turn them into two
-    well-mixed seed words without a threefry draw; the mixing also spreads
-    structured user keys (``jax.random.key(0)`` has the data ``[0, 0]``,
-    ``key(1)`` ``[0, 1]``). Under ``vmap`` on CPU a ``jax.random`` call is a
-    rolled threefry loop (5 trips of ≈ 16 small kernels), so every procedure
-    seeded here (stage generation, placement, programs, the enemy phase) is
-    cheaper for it (specs/env-shell.md §1, §7.9). Same key → same seed.
-    """
-    data = jax.random.key_data(key).reshape(-1).astype(jnp.uint32)
-    a = _fmix32(data[0] ^ jnp.uint32(0x3C6EF372))
-    b = _fmix32(data[1] + jnp.uint32(_GOLDEN))
-    for w in range(2, data.shape[0]):
-        b = _fmix32(b ^ data[w])
-    return jnp.stack([_fmix32(a ^ (b * jnp.uint32(0x27D4EB2F))), _fmix32(b ^ a)])
-
-
-def hash_bits(seed: jax.Array, counter: jax.Array) -> jax.Array:
-    """uint32[...]: the counter-based stream at positions ``counter`` (uint32/int32[...]).
-
-    murmur3 ``fmix32`` of ``(seed[0] + counter·φ) xor seed[1]``; distinct
-    counters give (pseudo-)independent words, and the seed comes from a JAX key.
-    """
-    x = seed[0] + jnp.asarray(counter).astype(jnp.uint32) * jnp.uint32(_GOLDEN)
-    return _fmix32(x ^ seed[1])
-
-
-def hash_uniform(seed: jax.Array, counter: jax.Array) -> jax.Array:
-    """float32[...] uniform in [0, 1) with 24 random bits, from ``hash_bits``."""
-    return (hash_bits(seed, counter) >> 8).astype(jnp.float32) * jnp.float32(2.0**-24)
-
-
 def _line_bits(shields: jax.Array, p: jax.Array) -> jax.Array:
     """6-bit mask of the cells of a line (row or column) in the line of fire from index ``p``.
 
@@ -174,13 +123,13 @@ def _popcount_rows(rows: jax.Array) -> jax.Array:
 
 def place_transmissions(
     key: jax.Array,
-    state: EnvState,
+    state: GameState,
     count: jax.Array | int,
     from_task: jax.Array | bool = False,
     from_siphon: jax.Array | bool = False,
     *,
     max_count: int = MAX_TRANSMISSIONS,
-) -> EnvState:
+) -> GameState:
     """Place ``count`` transmissions with the standard procedure (rules §8).
 
     Args:
@@ -199,7 +148,7 @@ def place_transmissions(
     )
 
 
-def _placement_rows(state: EnvState) -> tuple[jax.Array, jax.Array]:
+def _placement_rows(state: GameState) -> tuple[jax.Array, jax.Array]:
     """int32[6] row masks: empty cells (rules §8) and cells in the player's line of fire."""
     player = cell_map(state.player.pos)
     enemies = enemy_occupancy_map(state.enemies)
@@ -230,13 +179,13 @@ def _draw_placement(empty, in_line, table, u_choice, u_cell, u_type):
 
 def place_transmissions_seeded(
     seed: jax.Array,
-    state: EnvState,
+    state: GameState,
     count: jax.Array | int,
     from_task: jax.Array | bool = False,
     from_siphon: jax.Array | bool = False,
     *,
     max_count: int = MAX_TRANSMISSIONS,
-) -> EnvState:
+) -> GameState:
     """``place_transmissions`` drawing from the hash stream of ``seed`` (uint32[2])."""
     count = jnp.asarray(count, jnp.int32)
     free, in_line = _placement_rows(state)
@@ -272,12 +221,12 @@ def place_transmissions_seeded(
 
 def place_transmission_batches(
     seeds: jax.Array,
-    state: EnvState,
+    state: GameState,
     counts: jax.Array,
     from_task: tuple[bool, ...],
     from_siphon: tuple[bool, ...],
     max_counts: tuple[int, ...],
-) -> EnvState:
+) -> GameState:
     """Several ``place_transmissions_seeded`` calls in a row, as one loop.
 
     Batch b places ``counts[b]`` transmissions (int32[K]) drawing from the hash

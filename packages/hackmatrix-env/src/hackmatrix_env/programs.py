@@ -43,9 +43,9 @@ from hackmatrix_env.constants import (
     EnemyKind,
     Program,
 )
-from hackmatrix_env.history import drop_snapshot, has_snapshot, peek_snapshot, restore_snapshot
-from hackmatrix_env.placement import hash_bits, rng_seed
-from hackmatrix_env.types import Enemies, EnvState, Grid, Snapshot, Transmissions
+from hackmatrix_env.history import restore_snapshot
+from hackmatrix_env.rng import hash_bits, rng_seed
+from hackmatrix_env.types import Enemies, GameState, Grid, Snapshot, Transmissions
 
 P = Program
 _I8_MAX = 127
@@ -94,7 +94,7 @@ PROGRAM_TABLE = np.concatenate(
 _ROWS, _COLS = np.indices((GRID_SIZE, GRID_SIZE))
 _EARLIER_E = np.tril(np.ones((MAX_ENEMIES, MAX_ENEMIES), bool), k=-1)  # [i, j]: j before i
 _EARLIER_T = np.tril(np.ones((MAX_TRANSMISSIONS, MAX_TRANSMISSIONS), bool), k=-1)
-# Hash-stream counters (placement.hash_bits): POLY uses 0..E-1 (slot = list position), WARP this.
+# Hash-stream counters (rng.hash_bits): POLY uses 0..E-1 (slot = list position), WARP this.
 _WARP_COUNTER = np.uint32(MAX_ENEMIES)
 
 
@@ -147,7 +147,7 @@ def _uniform_below(bits: jax.Array, n: jax.Array) -> jax.Array:
 # --- Mask (programs.md §2) --------------------------------------------------------------------
 
 
-def owned_programs(state: EnvState) -> jax.Array:
+def owned_programs(state: GameState) -> jax.Array:
     """bool[23]: program k is in owned_list[:num_owned] (duplicates allowed).
 
     One OR over the list of ``1 << id`` words, then the word's bits: under vmap
@@ -161,7 +161,7 @@ def owned_programs(state: EnvState) -> jax.Array:
     return (jnp.right_shift(word, jnp.arange(NUM_PROGRAMS, dtype=jnp.int32)) & 1) == 1
 
 
-def _hit_maps(state: EnvState, splash_center: jax.Array) -> jax.Array:
+def _hit_maps(state: GameState, splash_center: jax.Array) -> jax.Array:
     """bool[6, E]: the per-program HIT targets (rows = HIT_* constants), alive enemies only."""
     e, pl = state.enemies, state.player
     pos = e.pos
@@ -178,8 +178,11 @@ def _hit_maps(state: EnvState, splash_center: jax.Array) -> jax.Array:
     return maps & e.alive[None, :]
 
 
-def _applicable(state: EnvState) -> jax.Array:
-    """bool[23]: the applicability column of programs.md §2 (not ownership or cost)."""
+def _applicable(state: GameState, undo_available: jax.Array) -> jax.Array:
+    """bool[23]: the applicability column of programs.md §2 (not ownership or cost).
+
+    ``undo_available``: the UNDO ring holds a snapshot (``history.has_snapshot``).
+    """
     e, t, g, pl = state.enemies, state.transmissions, state.grid, state.player
     any_enemy = jnp.any(e.alive)
     any_trans = jnp.any(t.alive)
@@ -207,7 +210,7 @@ def _applicable(state: EnvState) -> jax.Array:
         P.DEBUG: jnp.any(on_block),
         P.ROW: jnp.any(e.alive & (epos[:, 0] == pl.pos[0])),
         P.COL: jnp.any(e.alive & (epos[:, 1] == pl.pos[1])),
-        P.UNDO: has_snapshot(state),
+        P.UNDO: undo_available,
         P.STEP: true,
         P.SIPH_PLUS: true,
         P.EXCH: true,  # credits >= 4 is the affordability test itself
@@ -225,15 +228,16 @@ def _applicable(state: EnvState) -> jax.Array:
     return jnp.stack([jnp.asarray(cond[p], jnp.bool_) for p in P])
 
 
-def can_afford(state: EnvState) -> jax.Array:
+def can_afford(state: GameState) -> jax.Array:
     """bool[23]: credits >= C and energy >= E (programs.md §2)."""
     cost = jnp.asarray(PROGRAM_COST)
     return (state.player.credits >= cost[:, 0]) & (state.player.energy >= cost[:, 1])
 
 
-def program_mask(state: EnvState) -> jax.Array:
+def program_mask(state: GameState, undo_available: jax.Array | bool) -> jax.Array:
     """bool[23]: owned, affordable and applicable (programs.md §2, interface.md §2.4)."""
-    return owned_programs(state) & can_afford(state) & _applicable(state)
+    undo_available = jnp.asarray(undo_available, jnp.bool_)
+    return owned_programs(state) & can_afford(state) & _applicable(state, undo_available)
 
 
 # --- Effect primitives ------------------------------------------------------------------------
@@ -363,10 +367,10 @@ def _select_tree(pred: jax.Array, on_true, on_false):
 
 def run_program(
     key: jax.Array,
-    state: EnvState,
+    state: GameState,
     prog_idx: jax.Array,
-    top_snapshot: Snapshot | None = None,
-) -> tuple[EnvState, jax.Array, jax.Array]:
+    undo_snapshot: Snapshot,
+) -> tuple[GameState, jax.Array, jax.Array]:
     """Pay the cost, then apply the effect of program ``prog_idx`` (programs.md §3-§4).
 
     Only called for valid programs (the caller selects on ``program_mask``);
@@ -376,10 +380,8 @@ def run_program(
     Returns (state, kills int32[], exit_reached bool[]); exit_reached is WARP
     landing on ``exit_pos`` (the caller completes the stage, rules §9).
 
-    ``top_snapshot`` (``history.peek_snapshot(state)``) lets a caller run this
-    on a state whose snapshot buffer was stripped (``history.snapshots=None``),
-    e.g. inside sparse evaluation: UNDO then restores from it and only the ring
-    counters are updated. The buffer is never written here either way.
+    ``undo_snapshot`` is the UNDO ring's newest snapshot (``history.undo_top``), which UNDO
+    restores; the ring itself is popped by the env shell (``history.record_step``).
     """
     seed = rng_seed(key)  # from the key's data; WARP and POLY read the hash stream
     p = jnp.clip(jnp.asarray(prog_idx, jnp.int32), 0, NUM_PROGRAMS - 1)
@@ -526,10 +528,9 @@ def run_program(
         overflow=state.overflow | countdown_overflow | (attack > _I8_MAX),
     )
 
-    # UNDO (§4.10, rules §11.3): pop and restore; the restore overwrites the paid credit.
-    snap = peek_snapshot(state) if top_snapshot is None else top_snapshot
-    popped = drop_snapshot(state)
-    restored = restore_snapshot(popped, snap)
+    # UNDO (§4.10, rules §11.3): restore; the restore overwrites the paid credit. The shell
+    # pops the ring (the step's events say UNDO ran).
+    restored = restore_snapshot(state, undo_snapshot)
     is_undo = is_(P.UNDO)
     undo_fields = dict(
         player=restored.player,
@@ -548,11 +549,7 @@ def run_program(
         **{
             name: _select_tree(is_undo, value, getattr(effect, name))
             for name, value in undo_fields.items()
-        },
-        history=effect.history.replace(
-            top=jnp.where(is_undo, popped.history.top, state.history.top),
-            size=jnp.where(is_undo, popped.history.size, state.history.size),
-        ),
+        }
     )
     kills = jnp.where(is_undo, 0, kills)
     exit_reached = is_(P.WARP) & jnp.all(dest == state.exit_pos.astype(i32))

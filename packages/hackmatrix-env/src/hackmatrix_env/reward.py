@@ -35,7 +35,7 @@ from hackmatrix_env.constants import (
     VICTORY_SCORE_COEF,
 )
 from hackmatrix_env.pathfinding import bfs_distance
-from hackmatrix_env.types import EnvState, StepEvents
+from hackmatrix_env.types import GameState, StepEvents
 
 # Death penalty by stage_after (interface §4.4): -0.5 * sum(T[0 .. stage-2]); 0 (-0.0) at
 # stage 1. Index NUM_STAGES + 1 stands for every injected stage > 8: all 8 entries of T
@@ -46,13 +46,13 @@ DEATH_PENALTY = np.array(
 )
 
 
-def shaping_distance(state: EnvState) -> jax.Array:
+def shaping_distance(state: GameState) -> jax.Array:
     """int32[]: BFS distance player -> exit_pos (interface §4.5), 0 when there is no path."""
     d = bfs_distance(block_map(state.grid), state.player.pos, state.exit_pos)
     return jnp.maximum(d, 0)
 
 
-def reward_breakdown(before: EnvState, after: EnvState, events: StepEvents) -> jax.Array:
+def reward_breakdown(before: GameState, after: GameState, events: StepEvents) -> jax.Array:
     """float32[15] in the order of constants.REWARD_COMPONENTS (interface §4.2)."""
     f32 = jnp.float32
     hp0 = before.player.hp.astype(jnp.int32)

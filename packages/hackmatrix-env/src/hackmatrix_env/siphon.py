@@ -17,13 +17,13 @@ from hackmatrix_env.constants import (
     Content,
     Resource,
 )
-from hackmatrix_env.types import EnvState
+from hackmatrix_env.types import GameState
 
 _IDX = jnp.arange(GRID_SIZE, dtype=jnp.int32)
 _NO_POINTS = 1 << 20  # sort sentinel for "no data block in this cross slot"
 
 
-def owned_program_map(state: EnvState) -> jax.Array:
+def owned_program_map(state: GameState) -> jax.Array:
     """bool[23]: programs in the owned list (duplicates allowed in the list)."""
     listed = jnp.arange(MAX_OWNED_LIST) < state.num_owned.astype(jnp.int32)
     prog = state.owned_list.astype(jnp.int32)
@@ -46,7 +46,7 @@ def _sort5(v: list[jax.Array]) -> list[jax.Array]:
     return v
 
 
-def siphon_yields(state: EnvState):
+def siphon_yields(state: GameState):
     """Yield(Q) for every standing cell Q (interface §4.6).
 
     Returns (credits int32[6,6], energy int32[6,6], points int32[5,6,6] sorted
@@ -85,7 +85,7 @@ def siphon_yields(state: EnvState):
     return c, e, vals, s
 
 
-def siphon_quality(state: EnvState) -> tuple[jax.Array, jax.Array]:
+def siphon_quality(state: GameState) -> tuple[jax.Array, jax.Array]:
     """(missed_credits, missed_energy) int32 of a siphon at the player's cell (interface §4.6).
 
     Both are 0 unless a candidate strictly dominates the player's position.
@@ -116,7 +116,7 @@ def siphon_quality(state: EnvState) -> tuple[jax.Array, jax.Array]:
     return jnp.where(found, missed_c, 0), jnp.where(found, missed_e, 0)
 
 
-def apply_siphon(state: EnvState) -> EnvState:
+def apply_siphon(state: GameState) -> GameState:
     """Siphon the cross around the player (rules §5 steps 2-6). Validity: siphons >= 1.
 
     Every unsiphoned cell of the cross (centre, Up, Down, Left, Right) is

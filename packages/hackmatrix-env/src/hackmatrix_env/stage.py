@@ -1,8 +1,8 @@
 """Reset, stage generation, stage completion and victory (rules §9-§10), layer 4.
 
-Stage generation runs on every env step (gymnax auto-reset computes a reset
-each step, and stage completion is computed under ``vmap`` whether or not the
-exit is reached), so it is written for cost. The equivalences used, and why
+Stage generation runs for every stage completion and every auto-reset (under ``vmap`` the
+step pipeline and the env shell evaluate it sparsely, for those rows only), so it is written
+for cost. The equivalences used, and why
 they preserve the reference distribution, are in specs/env-shell.md §3:
 
 * Layout attempts (rules §10.2 G4): each attempt is a uniform N-subset of the
@@ -18,8 +18,8 @@ they preserve the reference distribution, are in specs/env-shell.md §3:
   are connected and the exit has a free neighbour (or is (0,0), the start).
   Connectivity is decided by a finite automaton over the six row masks (host
   tables built at import: no BFS sweeps). V2 is a few bit operations.
-* Randomness comes from one seed per call (``placement.rng_seed``, mixed from
-  the key's data) feeding the counter-based ``placement.hash_uniform`` stream.
+* Randomness comes from one seed per call (``rng.rng_seed``, mixed from
+  the key's data) feeding the counter-based ``rng.hash_uniform`` stream.
 """
 
 from __future__ import annotations
@@ -28,8 +28,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from hackmatrix_env.batching import compute_where
-from hackmatrix_env.board import enemy_occupancy_map, select_tree, transmission_map
+from hackmatrix_env.board import enemy_occupancy_map, transmission_map
 from hackmatrix_env.constants import (
     BLOCK_COUNT_MAX,
     BLOCK_COUNT_MIN,
@@ -52,8 +51,9 @@ from hackmatrix_env.constants import (
     Content,
     Resource,
 )
-from hackmatrix_env.placement import hash_bits, hash_uniform, place_transmissions_seeded, rng_seed
-from hackmatrix_env.types import EnvParams, EnvState, Grid, blank_state
+from hackmatrix_env.placement import place_transmissions_seeded
+from hackmatrix_env.rng import hash_bits, hash_uniform, rng_seed
+from hackmatrix_env.types import EnvParams, GameState, Grid, blank_game
 
 # --------------------------------------------------------------------------- layout bit encoding
 # Bit k of a layout word <-> NONCORNER[k] (row-major, corners skipped): row 0 holds
@@ -275,7 +275,7 @@ def _rank_in_layout(x: jax.Array) -> jax.Array:
     return jnp.clip(rank, 0, BLOCK_COUNT_MAX - 1)
 
 
-def _eligible_word(state: EnvState) -> jax.Array:
+def _eligible_word(state: GameState) -> jax.Array:
     """uint32: non-corner cells free of enemies and transmissions (rules §10.2 G4)."""
     occupied = enemy_occupancy_map(state.enemies) | transmission_map(state.transmissions)
     free_cells = ~occupied[NONCORNER[:, 0], NONCORNER[:, 1]]  # bool[32]
@@ -318,7 +318,7 @@ def _draw_types(seed, n_blocks):
     return kind, is_question, jnp.where(is_data, points, 0), jnp.where(is_data, 0, prog), spawn
 
 
-def _generate(seed: jax.Array, state: EnvState) -> EnvState:
+def _generate(seed: jax.Array, state: GameState) -> GameState:
     """Stage generation G1-G6 (rules §10.2) for the state's current stage."""
     i8 = jnp.int8
     # G1: per-stage resets.
@@ -393,29 +393,24 @@ def _generate(seed: jax.Array, state: EnvState) -> EnvState:
     )
 
 
-def generate_stage(key: jax.Array, state: EnvState) -> EnvState:
-    """Generate the state's current stage (rules §10.2 G1-G6); entities and history are kept."""
+def generate_stage(key: jax.Array, state: GameState) -> GameState:
+    """Generate the state's current stage (rules §10.2 G1-G6); the entities are kept."""
     return _generate(rng_seed(key), state)
 
 
-def reset_game(key: jax.Array, params: EnvParams) -> EnvState:
+def reset_game(key: jax.Array, params: EnvParams) -> GameState:
     """A fresh game (rules §10.1 R1-R4).
 
-    ``params.start_stage`` (curriculum, clipped to 1..8) generates that stage
-    directly, with ``task_interval = 13 - stage`` as if it had been reached
-    (stage 1: 12, the real game). Everything else is a fresh game.
+    ``params.start_stage`` (clipped to 1..8) generates that stage directly, with
+    ``task_interval = 13 - stage`` as if it had been reached (stage 1: 12, the real game).
+    Everything else is a fresh game.
     """
-    sub, s = _reset_prologue(rng_seed(key), params)
-    return _generate(sub, s)
-
-
-def _reset_prologue(seed: jax.Array, params: EnvParams) -> tuple[jax.Array, EnvState]:
-    """R1-R3 of ``reset_game`` from the key's seed words: (generation seed, state before G1)."""
+    seed = rng_seed(key)
     u = hash_uniform(seed, jnp.arange(2, dtype=jnp.uint32))
     corner = jnp.minimum((u[0] * 4).astype(jnp.int32), 3)  # R2
     bonus = jnp.minimum((u[1] * 3).astype(jnp.int32), 2)  # R3
     stage = jnp.clip(jnp.asarray(params.start_stage, jnp.int32), 1, NUM_STAGES)
-    s = blank_state(params.history_depth)
+    s = blank_game()
     player = s.player.replace(
         pos=jnp.asarray(CORNERS, jnp.int8)[corner],
         credits=jnp.where(bonus == 0, START_CREDITS_BONUS, 0).astype(jnp.int32),
@@ -426,27 +421,10 @@ def _reset_prologue(seed: jax.Array, params: EnvParams) -> tuple[jax.Array, EnvS
     s = s.replace(
         player=player, stage=stage.astype(jnp.int8), task_interval=interval.astype(jnp.int32)
     )
-    sub = hash_bits(seed, jnp.array([2, 3], jnp.uint32))
-    return sub, s
+    return _generate(hash_bits(seed, jnp.array([2, 3], jnp.uint32)), s)
 
 
-def generate_or_reset(
-    is_reset: jax.Array, key: jax.Array, state: EnvState, params: EnvParams
-) -> EnvState:
-    """``trim_history(reset_game(key, params))`` if ``is_reset``, else ``generate_stage(key, state)``.
-
-    One function for both generations, so a caller that needs either per row
-    (``HackMatrix.step``: stage completion and auto-reset) compiles the stage
-    generation once (``env._stage_and_reset``: two passes of one sparse job). ``state`` must be
-    trimmed (``trim_history``); so is the result.
-    """
-    seed = rng_seed(key)
-    reset_seed, fresh = _reset_prologue(seed, params)
-    seed = jnp.where(is_reset, reset_seed, seed)
-    return _generate(seed, select_tree(is_reset, trim_history(fresh), state))
-
-
-def advance_stage(state: EnvState) -> tuple[EnvState, jax.Array]:
+def advance_stage(state: GameState) -> tuple[GameState, jax.Array]:
     """Stage completion before generation (rules §9.2): (state, generate).
 
     hp + 1 (max 3); below stage 8 also the next stage number and its task
@@ -463,33 +441,3 @@ def advance_stage(state: EnvState) -> tuple[EnvState, jax.Array]:
         task_interval=jnp.where(won, state.task_interval, interval),
     )
     return advanced, ~won
-
-
-def complete_stage(
-    key: jax.Array, state: EnvState, needed: jax.Array | bool | None = None
-) -> EnvState:
-    """Stage completion (rules §9.2): hp + 1 (max 3); next stage or victory at stage 8.
-
-    On victory nothing else changes (the stage stays 8, nothing is generated).
-    ``needed`` (optional bool[]): callers that compute completion for every
-    step and select it afterwards (``game.step_game``) pass whether the exit
-    was reached, so the new stage is generated only for those rows under
-    ``vmap`` (``compute_where``); the result is unchanged where ``needed``
-    (elsewhere only hp + 1 is applied).
-    """
-    advanced, generate = advance_stage(state)
-    # Generation never touches the history: leave the snapshot buffer out of it.
-    snapshots = state.history.snapshots
-    trimmed = trim_history(advanced)
-    if needed is None:
-        out = select_tree(generate, generate_stage(key, trimmed), trimmed)
-    else:
-        pred = jnp.asarray(needed, jnp.bool_) & generate
-        healed = trimmed.replace(stage=state.stage, task_interval=state.task_interval)
-        out = compute_where(pred, generate_stage, (key, trimmed), healed)
-    return out.replace(history=out.history.replace(snapshots=snapshots))
-
-
-def trim_history(state: EnvState) -> EnvState:
-    """``state`` without the snapshot buffer (a ``None`` subtree), for cheap selects."""
-    return state.replace(history=state.history.replace(snapshots=None))

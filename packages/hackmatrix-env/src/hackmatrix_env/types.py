@@ -118,8 +118,13 @@ class History:  # rules §11: fixed-depth ring buffer of snapshots
 
 
 @struct.dataclass
-class EnvState(environment.EnvState):
-    """Whole game state. ``time`` (from gymnax) counts env steps, ``turn`` game turns."""
+class GameState:
+    """The game (rules §2): everything the rules read and write, except the UNDO ring.
+
+    ``turn`` counts real enemy phases this stage. The rule modules take and return a
+    ``GameState``; the UNDO ring lives beside it in ``EnvState`` and is written by the
+    env shell only (``history.record_step``).
+    """
 
     player: Player
     grid: Grid
@@ -137,8 +142,27 @@ class EnvState(environment.EnvState):
     step_flag: jax.Array  # bool[]
     atk_uses: jax.Array  # int8[]    ATK+ uses this stage
     exit_pos: jax.Array  # int8[2]
+    overflow: jax.Array  # bool[]    a fixed pool or the UNDO ring ran out: no longer exact vs Swift
+
+
+@struct.dataclass
+class UndoTop:
+    """What the game reads of the UNDO ring (rules §11): is a snapshot held, and the newest one.
+
+    The UNDO program restores ``snapshot`` (garbage when ``available`` is False, never read
+    then); the mask's UNDO entry is ``available``. The ring itself stays in the env shell.
+    """
+
+    available: jax.Array  # bool[]
+    snapshot: Snapshot
+
+
+@struct.dataclass
+class EnvState(environment.EnvState):
+    """The env's state: ``time`` (gymnax: env steps this episode), the game, the UNDO ring."""
+
+    game: GameState
     history: History
-    overflow: jax.Array  # bool[]    a fixed pool overflowed: no longer exact vs Swift
 
 
 @struct.dataclass
@@ -180,6 +204,7 @@ class StepEvents:
     siphon_missed_energy: jax.Array  # int32[]
     reset_wasteful: jax.Array  # bool[]   RESET used at hp 2 (program_waste)
     dist_before: jax.Array  # int32[]  D0 (interface §4.5), 0 if no path
+    undone: jax.Array  # bool[]   UNDO ran: the shell pops the ring (history.record_step)
 
 
 def check_history_depth(depth: object) -> int:
@@ -193,14 +218,12 @@ def check_history_depth(depth: object) -> int:
     return value
 
 
-def blank_state(history_depth: int = HISTORY_DEPTH) -> EnvState:
-    """A state of the declared shapes and dtypes: empty board, no entities, fresh counters.
+def blank_game() -> GameState:
+    """A game of the declared shapes and dtypes: empty board, no entities, fresh counters.
 
     Not a game position by itself (the exit is unset); ``stage.reset_game`` and
     ``scenario.state_from_json`` start from it. It fixes every dtype in one place.
-    ``history_depth`` (static, ≥ 1) is the UNDO ring's size.
     """
-    history_depth = check_history_depth(history_depth)
     import jax.numpy as jnp  # local: keeps this module's import surface tiny
 
     from hackmatrix_env.constants import (
@@ -257,45 +280,12 @@ def blank_state(history_depth: int = HISTORY_DEPTH) -> EnvState:
         alive=jnp.zeros(t, b),
     )
     owned_list = jnp.full(MAX_OWNED_LIST, -1, i8)
-    snapshot = Snapshot(
-        player=player,
-        turn=i32(0),
-        owned_list=owned_list,
-        num_owned=i8(0),
-        enemies=SnapEnemies(
-            kind=enemies.kind,
-            pos=enemies.pos,
-            hp=enemies.hp,
-            last_known=enemies.last_known,
-            alive=enemies.alive,
-        ),
-        transmissions=SnapTransmissions(
-            pos=transmissions.pos,
-            countdown=transmissions.countdown,
-            kind=transmissions.kind,
-            alive=transmissions.alive,
-        ),
-        grid=grid,
-        show_flag=b(False),
-        calm_flag=b(False),
-        atk_uses=i8(0),
-    )
-    import jax as _jax
-
-    history = History(
-        snapshots=_jax.tree.map(lambda x: jnp.zeros((history_depth, *x.shape), x.dtype), snapshot),
-        top=i32(0),
-        size=i32(0),
-        lost=i32(0),
-        depth=history_depth,
-    )
-    return EnvState(
-        time=i32(0),
+    return GameState(
         player=player,
         grid=grid,
         enemies=enemies,
         transmissions=transmissions,
-        owned_list=owned_list,
+        owned_list=jnp.full(MAX_OWNED_LIST, -1, i8),
         num_owned=i8(0),
         stage=i8(1),
         turn=i32(0),
@@ -307,6 +297,43 @@ def blank_state(history_depth: int = HISTORY_DEPTH) -> EnvState:
         step_flag=b(False),
         atk_uses=i8(0),
         exit_pos=jnp.zeros(2, i8),
-        history=history,
         overflow=b(False),
     )
+
+
+def blank_history(history_depth: int = HISTORY_DEPTH) -> History:
+    """An empty UNDO ring of ``history_depth`` (static, ≥ 1) zeroed snapshots."""
+    import jax.numpy as jnp
+
+    depth = check_history_depth(history_depth)
+    g = blank_game()
+    e, t = g.enemies, g.transmissions
+    snapshot = Snapshot(
+        player=g.player,
+        turn=g.turn,
+        owned_list=g.owned_list,
+        num_owned=g.num_owned,
+        enemies=SnapEnemies(kind=e.kind, pos=e.pos, hp=e.hp, last_known=e.last_known, alive=e.alive),
+        transmissions=SnapTransmissions(
+            pos=t.pos, countdown=t.countdown, kind=t.kind, alive=t.alive
+        ),
+        grid=g.grid,
+        show_flag=g.show_flag,
+        calm_flag=g.calm_flag,
+        atk_uses=g.atk_uses,
+    )
+    return History(
+        snapshots=jax.tree.map(lambda x: jnp.zeros((depth, *x.shape), x.dtype), snapshot),
+        top=jnp.int32(0),
+        size=jnp.int32(0),
+        lost=jnp.int32(0),
+        depth=depth,
+    )
+
+
+def blank_state(history_depth: int = HISTORY_DEPTH) -> EnvState:
+    """An env state: ``time`` 0, ``blank_game()``, an empty UNDO ring of ``history_depth``."""
+    import jax.numpy as jnp
+
+    history = blank_history(history_depth)
+    return EnvState(time=jnp.int32(0), game=blank_game(), history=history)
