@@ -14,6 +14,7 @@ LAYER = {
     "constants": 0,
     "devices": 0,  # jax only: importable before anything starts a JAX backend
     "types": 1,
+    "rng": 1,  # the counter-based random stream (twin of Rng.swift): jax only
     "board": 1.5,  # base of layer 2: "shared helpers move down to board.py" (style.md §2)
     "batching": 1.6,  # vmap helpers over board.select_tree, used by layers 3-6
     "pathfinding": 2,
@@ -28,6 +29,7 @@ LAYER = {
     "reward": 4,
     "observation": 4,
     "game": 5,
+    "transition": 5.5,  # one env-state transition (game step + UNDO ring), for env and jumanji
     "env": 6,
     "jumanji": 6,
     "adapters": 7,  # gymnax wrappers over env
@@ -112,6 +114,17 @@ def test_import_edges_follow_layers(module):
 def test_only_the_adapter_imports_its_framework(module, framework):
     uses = framework in _external_imports(PKG / f"{module}.py")
     assert uses == (module == FRAMEWORK_ADAPTER[framework])
+
+
+# The sparse scheduler (batching.compute_where, ragged_fori_loop) is named by the step
+# pipeline and the env shell only; the rule modules take a loop or a sparse evaluation as an
+# argument where they have one (enemies.move_enemies, enemies.place_scheduled_and_owed).
+SCHEDULER_USERS = {"game", "env"}
+
+
+def test_only_the_pipeline_and_the_shell_import_the_batching_machinery():
+    users = {m for m in MODULES if "batching" in _package_imports(PKG / f"{m}.py") - {m}}
+    assert users == SCHEDULER_USERS, users
 
 
 def test_package_init_does_not_pull_in_jumanji():

@@ -37,8 +37,6 @@ from hackmatrix_env.placement import place_transmission_batches
 from hackmatrix_env.rng import hash_bits, rng_seed
 from hackmatrix_env.types import GameState
 
-
-
 _SLOTS = jnp.arange(MAX_ENEMIES, dtype=jnp.int32)
 
 

@@ -55,39 +55,10 @@ from hackmatrix_env.constants import (
     PLAYER_FEATURES,
     Content,
 )
-from hackmatrix_env.game import step_game
-from hackmatrix_env.history import has_snapshot, record_step, undo_top
+from hackmatrix_env.history import has_snapshot
 from hackmatrix_env.observation import observe, observe_game
-from hackmatrix_env.reward import reward_breakdown, total_reward
-from hackmatrix_env.stage import reset_game
-from hackmatrix_env.types import EnvParams, EnvState, Observation, blank_history
-
-
-def _step(key: jax.Array, state: EnvState, action: jax.Array) -> tuple[EnvState, Any, Any, dict]:
-    """One game step and its ring update: ``(state, reward f32, terminated, info)`` (§4).
-
-    ``time`` + 1; the ring pops if UNDO ran and pushes after a real enemy phase; an UNDO
-    that empties a ring which dropped snapshots sets ``overflow`` (``history.drop_snapshot``).
-    """
-    game, ev = step_game(key, state.game, action, undo_top(state.history))
-    history, diverged = record_step(state.history, game, ev.undone, ev.enemy_phase_ran)
-    game = game.replace(overflow=game.overflow | diverged)
-    breakdown = reward_breakdown(state.game, game, ev)
-    reward = total_reward(breakdown).astype(jnp.float32)
-    terminated = ev.invalid | ev.victory | (game.player.hp == 0)
-    after = EnvState(time=(state.time + 1).astype(jnp.int32), game=game, history=history)
-    info = {
-        "reward_breakdown": breakdown,
-        "action_kind": ev.action_kind,
-        "invalid_action": ev.invalid,
-        "history_overflow": game.overflow,
-    }
-    return after, reward, terminated, info
-
-
-def _fresh(key: jax.Array, params: EnvParams) -> tuple[jax.Array, Any]:
-    """``(time 0, reset_game(key, params))``: what a reset replaces besides the ring."""
-    return jnp.int32(0), reset_game(key, params)
+from hackmatrix_env.transition import clear_history, fresh_game, reset_state, step_state
+from hackmatrix_env.types import EnvParams, EnvState, Observation
 
 
 class HackMatrix(environment.Environment[EnvState, EnvParams]):
@@ -144,20 +115,15 @@ class HackMatrix(environment.Environment[EnvState, EnvParams]):
             )
         key_step, key_reset = jax.random.split(key)
         action = jnp.asarray(action, jnp.int32)
-        stepped, reward, terminated, info = _step(key_step, state, action)
+        stepped, reward, terminated, info = step_state(key_step, state, action)
         truncated = self.is_truncated(stepped, params)
         done = terminated | truncated
         # The reset is rare: computed for the done rows only (sparse under vmap). The ring's
         # buffer is not selected: a fresh game's ring is empty, so only its counters reset.
         time, game = compute_where(
-            done, _fresh, (key_reset, params), (stepped.time, stepped.game)
+            done, fresh_game, (key_reset, params), (stepped.time, stepped.game)
         )
-        empty = blank_history(params.history_depth)
-        history = stepped.history.replace(
-            top=jnp.where(done, empty.top, stepped.history.top),
-            size=jnp.where(done, empty.size, stepped.history.size),
-            lost=jnp.where(done, empty.lost, stepped.history.lost),
-        )
+        history = clear_history(stepped.history, done)
         state = EnvState(time=time, game=game, history=history)
         obs = self.observe(key_step, state, action, params)
         # The stepped state's observation differs from obs only on the done rows.
@@ -179,15 +145,16 @@ class HackMatrix(environment.Environment[EnvState, EnvParams]):
         params: EnvParams,
     ) -> tuple[Observation, EnvState, jax.Array, jax.Array, dict[str, Any]]:
         """One game step (interface §1) without auto-reset."""
-        next_state, reward, terminated, info = _step(key, state, jnp.asarray(action, jnp.int32))
+        next_state, reward, terminated, info = step_state(
+            key, state, jnp.asarray(action, jnp.int32)
+        )
         obs = self.observe(key, next_state, action, params)
         return obs, next_state, reward, terminated, info
 
     def reset_env(self, key: jax.Array, params: EnvParams) -> tuple[Observation, EnvState]:
         """A fresh game (rules §10.1) with an empty UNDO ring; ``params.start_stage`` > 1
         starts at that stage."""
-        time, game = _fresh(key, params)
-        state = EnvState(time=time, game=game, history=blank_history(params.history_depth))
+        state = reset_state(key, params)
         return self.observe(key, state, None, params), state
 
     def observe(

@@ -70,9 +70,7 @@ def complete_stage(key: jax.Array, state: GameState, reached: jax.Array) -> Game
     return compute_where(reached & generate, generate_stage, (key, state), state)
 
 
-def enemy_phase(
-    key: jax.Array, state: GameState, active: jax.Array
-) -> tuple[GameState, jax.Array]:
+def enemy_phase(key: jax.Array, state: GameState, active: jax.Array) -> tuple[GameState, jax.Array]:
     """The enemy phase after a turn-ending action (rules §7) where ``active``: (state, ran).
 
     ``ran`` is True iff a real phase ran; under STEP (``step_flag``) the phase is skipped

@@ -27,6 +27,7 @@ import jax.numpy as jnp
 
 from hackmatrix_env.types import (
     Enemies,
+    EnvState,
     GameState,
     History,
     SnapEnemies,
@@ -171,3 +172,12 @@ def restore_snapshot(state: GameState, snap: Snapshot) -> GameState:
         calm_flag=snap.calm_flag,
         atk_uses=snap.atk_uses,
     )
+
+
+def without_snapshots(state: EnvState) -> EnvState:
+    """``state`` with the ring's buffer left out (a ``None`` subtree): the counters stay.
+
+    For host transfers of many states (replays, evaluation): the buffer is most of a state's
+    bytes and nothing but UNDO reads it.
+    """
+    return state.replace(history=state.history.replace(snapshots=None))

@@ -50,18 +50,16 @@ from hackmatrix_env.constants import (
     PLAYER_FEATURES,
     ActionKind,
 )
-from hackmatrix_env.game import step_game
 from hackmatrix_env.observation import observe
-from hackmatrix_env.reward import reward_breakdown, total_reward
-from hackmatrix_env.stage import reset_game
+from hackmatrix_env.transition import reset_state, step_state
 from hackmatrix_env.types import EnvParams, EnvState, Observation, check_history_depth
 
 
 @chex.dataclass
 class State:
-    """Jumanji state: the game plus the key for the next step."""
+    """Jumanji state: the env state (game, UNDO ring, time) plus the key for the next step."""
 
-    game: EnvState  # the full game state (hackmatrix_env.types.EnvState)
+    env_state: EnvState  # as the gymnax env's (hackmatrix_env.types.EnvState)
     key: chex.PRNGKey  # unused key; the next step splits it
 
 
@@ -103,29 +101,21 @@ class HackMatrixJumanji(Environment[State, specs.DiscreteArray, Observation]):
     def reset(self, key: chex.PRNGKey) -> tuple[State, TimeStep[Observation]]:
         """A fresh game (rules §10.1)."""
         key, sub = jax.random.split(key)
-        game = reset_game(sub, self._params)
-        timestep = restart(observation=observe(game), extras=_extras_zero(), dtype=jnp.float32)
-        return State(game=game, key=key), timestep
+        env_state = reset_state(sub, self._params)
+        timestep = restart(observation=observe(env_state), extras=_extras_zero(), dtype=jnp.float32)
+        return State(env_state=env_state, key=key), timestep
 
     def step(self, state: State, action: chex.Array) -> tuple[State, TimeStep[Observation]]:
         """One game step (interface §1); no auto-reset."""
         key, sub = jax.random.split(state.key)
         action = jnp.asarray(action, jnp.int32)
-        game, ev = step_game(sub, state.game, action)
-        breakdown = reward_breakdown(state.game, game, ev)
-        reward = total_reward(breakdown).astype(jnp.float32)
-        game = game.replace(time=(state.game.time + 1).astype(jnp.int32))
-        terminated = ev.invalid | ev.victory | (game.player.hp == 0)
-        obs = observe(game)
-        extras = {
-            "reward_breakdown": breakdown,
-            "action_kind": ev.action_kind,
-            "invalid_action": ev.invalid,
-        }
+        env_state, reward, terminated, info = step_state(sub, state.env_state, action)
+        obs = observe(env_state)
+        extras = {k: info[k] for k in ("reward_breakdown", "action_kind", "invalid_action")}
         if self.max_steps is None:
             truncated = jnp.bool_(False)
         else:
-            truncated = game.time >= self.max_steps
+            truncated = env_state.time >= self.max_steps
         timestep = jax.lax.cond(
             terminated,
             lambda: termination(reward, obs, extras=extras, dtype=jnp.float32),
@@ -135,7 +125,7 @@ class HackMatrixJumanji(Environment[State, specs.DiscreteArray, Observation]):
                 lambda: transition(reward, obs, extras=extras, dtype=jnp.float32),
             ),
         )
-        return State(game=game, key=key), timestep
+        return State(env_state=env_state, key=key), timestep
 
     def render(self, state: State, save_path: str | None = None):
         """uint8[H, W, 3]: a picture of ``state`` (board and HUD); ``save_path`` writes a PNG.

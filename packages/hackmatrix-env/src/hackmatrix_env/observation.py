@@ -46,8 +46,8 @@ from hackmatrix_env.constants import (
     EnemyKind,
     Resource,
 )
-from hackmatrix_env.mask import action_mask
 from hackmatrix_env.history import has_snapshot
+from hackmatrix_env.mask import action_mask
 from hackmatrix_env.types import EnvState, GameState, Observation
 
 _TABLE_SIZE = 128  # covers every non-negative int8 value

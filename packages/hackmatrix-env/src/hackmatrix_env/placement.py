@@ -40,7 +40,7 @@ from hackmatrix_env.board import (
     transmission_map,
 )
 from hackmatrix_env.constants import GRID_SIZE, MAX_TRANSMISSIONS, NUM_CELLS, PLACEMENT_TRIES
-from hackmatrix_env.rng import hash_bits, hash_uniform, rng_seed
+from hackmatrix_env.rng import hash_uniform, rng_seed
 from hackmatrix_env.types import GameState
 
 # p(n) = 1 - (1 - n/36)^100: chance that 100 uniform tries hit a set of n cells (rules §8).
@@ -49,6 +49,8 @@ PLACEMENT_SUCCESS = (1.0 - (1.0 - np.arange(NUM_CELLS + 1) / NUM_CELLS) ** PLACE
 )
 
 _IDX = np.arange(GRID_SIZE)
+
+
 def _line_bits(shields: jax.Array, p: jax.Array) -> jax.Array:
     """6-bit mask of the cells of a line (row or column) in the line of fire from index ``p``.
 

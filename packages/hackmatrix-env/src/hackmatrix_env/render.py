@@ -30,7 +30,7 @@ from hackmatrix_env.constants import (
     Content,
     Resource,
 )
-from hackmatrix_env.types import EnvState
+from hackmatrix_env.types import EnvState, GameState
 
 _ENEMY_LETTER = {i: n[0].upper() for i, n in enumerate(ENEMY_NAMES)}
 
@@ -42,7 +42,7 @@ def _first(pool, r: int, c: int) -> int | None:
     return None
 
 
-def _cell_text(s: EnvState, r: int, c: int) -> str:
+def _cell_text(s: GameState, r: int, c: int) -> str:
     g = s.grid
     if (int(s.player.pos[0]), int(s.player.pos[1])) == (r, c):
         return " @ "
@@ -77,7 +77,8 @@ def _cell_text(s: EnvState, r: int, c: int) -> str:
 
 def render_text(state: EnvState) -> str:
     """A readable multi-line picture of one (unbatched) state, row 5 on top."""
-    s = jax.device_get(state)
+    env_state = jax.device_get(state)
+    s = env_state.game
     if np.ndim(s.stage) != 0:
         raise ValueError("render_text takes a single state, not a batch")
     p = s.player
@@ -106,7 +107,8 @@ def render_text(state: EnvState) -> str:
     lines.append(
         f"exit {tuple(int(x) for x in s.exit_pos)}  task every {int(s.task_interval)} "
         f"(next turn {int(s.next_task_turn)})  pending spawns {int(s.pending_siphon_spawns)}  "
-        f"undo depth {int(s.history.size)}" + (f"  flags {' '.join(flags)}" if flags else "")
+        f"undo depth {int(env_state.history.size)}"
+        + (f"  flags {' '.join(flags)}" if flags else "")
     )
     lines.append("owned: " + (", ".join(owned) if owned else "-"))
     if programs:

@@ -51,7 +51,7 @@ from hackmatrix_env.constants import (
     EnemyKind,
     Resource,
 )
-from hackmatrix_env.types import EnvState, blank_state, check_history_depth
+from hackmatrix_env.types import EnvState, GameState, blank_state, check_history_depth
 
 _I8 = (-(2**7), 2**7 - 1)
 _I32 = (-(2**31), 2**31 - 1)
@@ -169,9 +169,8 @@ def state_from_json(
             the state is stepped with (the history starts empty either way).
     """
     _check_keys(d, _TOP_KEYS, "state", strict)
-    s = _numpy_blank(
-        check_history_depth(history_depth)
-    )  # step 1-2: fresh game, cleared grid/entities/history
+    env = _numpy_blank(check_history_depth(history_depth))  # steps 1-2: fresh game, empty ring
+    s = env.game
     g = s.grid
 
     # Step 3: player.
@@ -416,7 +415,7 @@ def state_from_json(
     _clear_block(g, er, ec)
     g.content[er, ec] = Content.EXIT
     s.exit_pos[...] = SETSTATE_EXIT
-    return _to_jax(s)
+    return _to_jax(env)
 
 
 def _put_block(g, r: int, c: int, kind: int, points: int, program: int, spawn: int) -> None:
@@ -441,7 +440,7 @@ def _clear_block(g, r: int, c: int) -> None:
 
 def _host(state: EnvState) -> EnvState:
     s = jax.device_get(state)
-    if np.ndim(s.stage) != 0:
+    if np.ndim(s.game.stage) != 0:
         raise ValueError("expected a single (unbatched) state")
     return s
 
@@ -457,13 +456,13 @@ def _first_alive_at(pool, r: int, c: int, require_hp: bool = False) -> int | Non
     return None
 
 
-def _owned_indices(s: EnvState) -> list[int]:
+def _owned_indices(s: GameState) -> list[int]:
     return [int(x) for x in s.owned_list[: int(s.num_owned)]]
 
 
 def observation_json(state: EnvState) -> dict:
     """The observation object of interface §5.4 (visibility: interface §3.5)."""
-    s = _host(state)
+    s = _host(state).game
     pr, pc = (int(x) for x in s.player.pos)
     show = bool(s.show_flag)
     g = s.grid
@@ -615,8 +614,9 @@ def state_to_json(state: EnvState) -> dict:
     (question blocks, an exit other than (5,5), scheduling counters other than
     12/12, pending spawns, flags, histories, ...).
     """
-    s = _host(state)
-    problems = _inexpressible(s)
+    env = _host(state)
+    problems = _inexpressible(env)
+    s = env.game
     if problems:
         raise ValueError("state not expressible by setState: " + "; ".join(problems))
     pr, pc = (int(x) for x in s.player.pos)
@@ -689,7 +689,8 @@ def state_to_json(state: EnvState) -> dict:
     return out
 
 
-def _inexpressible(s: EnvState) -> list[str]:
+def _inexpressible(env: EnvState) -> list[str]:
+    s = env.game
     g = s.grid
     problems = []
     if tuple(int(x) for x in s.exit_pos) != SETSTATE_EXIT:
@@ -713,7 +714,7 @@ def _inexpressible(s: EnvState) -> list[str]:
         problems.append("STEP flag")
     if int(s.atk_uses) != 0:
         problems.append("ATK+ uses")
-    if int(s.history.size) != 0:
+    if int(env.history.size) != 0:
         problems.append("UNDO history")
     en, tr = s.enemies, s.transmissions
     n_e, n_t = int(en.alive.sum()), int(tr.alive.sum())
@@ -745,7 +746,8 @@ def full_state_json(state: EnvState, *, include_history: bool = True) -> dict:
     ``"jax"``, which the Swift decoder ignores. ``state_from_full_json``
     inverts it.
     """
-    s = _host(state)
+    env = _host(state)
+    s = env.game
     out = {
         "stage": int(s.stage),
         "turn": int(s.turn),
@@ -755,16 +757,16 @@ def full_state_json(state: EnvState, *, include_history: bool = True) -> dict:
         "stepFlag": bool(s.step_flag),
         "exitPos": {"row": int(s.exit_pos[0]), "col": int(s.exit_pos[1])},
         **_snapshot_json(s),
-        "historyDepth": int(s.history.size),
+        "historyDepth": int(env.history.size),
         "jax": {
-            "time": int(s.time),
+            "time": int(env.time),
             "overflow": bool(s.overflow),
-            "historyLost": int(s.history.lost),
-            "historyTop": int(s.history.top),
+            "historyLost": int(env.history.lost),
+            "historyTop": int(env.history.top),
         },
     }
     if include_history:
-        h = s.history
+        h = env.history
         size, top = int(h.size), int(h.top)
         slots = [(top - size + k) % h.depth for k in range(size)]
         out["history"] = [
@@ -893,7 +895,8 @@ def state_from_full_json(d: dict, *, history_depth: int = HISTORY_DEPTH) -> EnvS
     """
     depth = check_history_depth(history_depth)
     f = _Reader(d, "state")
-    s = _numpy_blank(depth)
+    env = _numpy_blank(depth)
+    s = env.game
     s.stage[...] = f.int("stage", _I8, "int8")
     if int(s.stage) < 1:
         raise ValueError("state.stage: must be >= 1")
@@ -906,7 +909,7 @@ def state_from_full_json(d: dict, *, history_depth: int = HISTORY_DEPTH) -> EnvS
     extras = d.get("jax")
     if extras is not None:
         x = _Reader(extras, "state.jax")
-        s.time[...] = x.int("time")
+        env.time[...] = x.int("time")
         s.overflow[...] = x.bool("overflow")
         lost, top = x.int("historyLost"), x.int("historyTop", (0, depth - 1), "ring")
     else:
@@ -918,7 +921,7 @@ def state_from_full_json(d: dict, *, history_depth: int = HISTORY_DEPTH) -> EnvS
     lost += len(items) - len(keep)
     n = len(keep)
     top = n % depth if top is None else top
-    snaps = s.history.snapshots
+    snaps = env.history.snapshots
     blank_snap = jax.tree.map(lambda x: np.array(x[0]), snaps)  # before any slot is written
     for k, item in enumerate(keep):
         slot = (top - n + k) % depth
@@ -926,10 +929,10 @@ def state_from_full_json(d: dict, *, history_depth: int = HISTORY_DEPTH) -> EnvS
         snap.owned_list[...] = -1  # padding, as in a live state
         _read_snapshot(_Reader(item, f"state.history[{len(items) - n + k}]"), snap)
         jax.tree.map(lambda buf, x, slot=slot: buf.__setitem__(slot, x), snaps, snap)
-    s.history.size[...] = n
-    s.history.top[...] = top
-    s.history.lost[...] = lost
-    return _to_jax(s)
+    env.history.size[...] = n
+    env.history.top[...] = top
+    env.history.lost[...] = lost
+    return _to_jax(env)
 
 
 def _read_snapshot(f: _Reader, s) -> None:

@@ -279,7 +279,6 @@ def blank_game() -> GameState:
         from_siphon=jnp.zeros(t, b),
         alive=jnp.zeros(t, b),
     )
-    owned_list = jnp.full(MAX_OWNED_LIST, -1, i8)
     return GameState(
         player=player,
         grid=grid,
@@ -313,7 +312,9 @@ def blank_history(history_depth: int = HISTORY_DEPTH) -> History:
         turn=g.turn,
         owned_list=g.owned_list,
         num_owned=g.num_owned,
-        enemies=SnapEnemies(kind=e.kind, pos=e.pos, hp=e.hp, last_known=e.last_known, alive=e.alive),
+        enemies=SnapEnemies(
+            kind=e.kind, pos=e.pos, hp=e.hp, last_known=e.last_known, alive=e.alive
+        ),
         transmissions=SnapTransmissions(
             pos=t.pos, countdown=t.countdown, kind=t.kind, alive=t.alive
         ),

@@ -49,7 +49,7 @@ from hackmatrix_env.constants import (
     EnemyKind,
     Resource,
 )
-from hackmatrix_env.types import EnvState
+from hackmatrix_env.types import EnvState, GameState
 
 ACTION_NAMES = ("up", "down", "left", "right", "siphon", *PROGRAM_NAMES)
 ITEM_KINDS = (
@@ -90,18 +90,18 @@ def action_name(action: int | None) -> str | None:
     return ACTION_NAMES[a]
 
 
-def _game(state: Any) -> EnvState:
+def _env_state(state: Any) -> EnvState:
     """The ``EnvState`` of an ``EnvState`` or a Jumanji ``State``, on the host, unbatched."""
-    game = getattr(state, "game", state)
-    if not isinstance(game, EnvState):
+    env_state = getattr(state, "env_state", state)
+    if not isinstance(env_state, EnvState):
         raise TypeError(f"expected an EnvState or a Jumanji State, got {type(state).__name__}")
-    game = jax.device_get(game)
-    if np.ndim(game.stage) != 0:
+    env_state = jax.device_get(env_state)
+    if np.ndim(env_state.game.stage) != 0:
         raise ValueError("the viewer draws a single state, not a batch (index it first)")
-    return game
+    return env_state
 
 
-def _cryptog_visible(s: EnvState, r: int, c: int) -> bool:
+def _cryptog_visible(s: GameState, r: int, c: int) -> bool:
     """A cryptog on (r, c) is seen iff in the player's row or column, or SHOW (interface §3.5)."""
     pr, pc = int(s.player.pos[0]), int(s.player.pos[1])
     return r == pr or c == pc or bool(s.show_flag)
@@ -121,7 +121,7 @@ def _block_item(g, r: int, c: int) -> dict:
     return item
 
 
-def _terrain(s: EnvState, r: int, c: int) -> list[dict]:
+def _terrain(s: GameState, r: int, c: int) -> list[dict]:
     """Siphon marks, exit, pickups, visible resources and blocks of a cell, bottom first."""
     g = s.grid
     items: list[dict] = []
@@ -142,13 +142,13 @@ def _terrain(s: EnvState, r: int, c: int) -> list[dict]:
     return items
 
 
-def _shown_enemies(s: EnvState) -> list[int]:
+def _shown_enemies(s: GameState) -> list[int]:
     """Slots of the enemies on the board (alive, hp > 0), in list order (rules §2.7)."""
     e = s.enemies
     return [k for k in range(len(e.alive)) if bool(e.alive[k]) and int(e.hp[k]) > 0]
 
 
-def _hidden_cryptog_hints(s: EnvState) -> set[tuple[int, int]]:
+def _hidden_cryptog_hints(s: GameState) -> set[tuple[int, int]]:
     """Last-known cells of hidden cryptogs that are first on their cell (interface §3.5, §5.4)."""
     e = s.enemies
     hints, seen = set(), set()
@@ -161,7 +161,7 @@ def _hidden_cryptog_hints(s: EnvState) -> set[tuple[int, int]]:
     return hints
 
 
-def _enemy_items(s: EnvState) -> dict[tuple[int, int], list[dict]]:
+def _enemy_items(s: GameState) -> dict[tuple[int, int], list[dict]]:
     e = s.enemies
     out: dict[tuple[int, int], list[dict]] = {}
     for k in _shown_enemies(s):
@@ -183,7 +183,7 @@ def _enemy_items(s: EnvState) -> dict[tuple[int, int], list[dict]]:
     return out
 
 
-def _transmission_items(s: EnvState) -> dict[tuple[int, int], list[dict]]:
+def _transmission_items(s: GameState) -> dict[tuple[int, int], list[dict]]:
     t = s.transmissions
     out: dict[tuple[int, int], list[dict]] = {}
     for k in range(len(t.alive)):
@@ -200,14 +200,15 @@ def _transmission_items(s: EnvState) -> dict[tuple[int, int], list[dict]]:
 
 def hud(state: Any, last_action: int | None = None) -> dict:
     """The heads-up display of a state as plain data (rules §2.2, §7.8)."""
-    s = _game(state)
+    env_state = _env_state(state)
+    s = env_state.game
     p = s.player
     owned = [PROGRAM_NAMES[int(x)] for x in s.owned_list[: int(s.num_owned)]]
     flags = [n for n, on in (("show", s.show_flag), ("calm", s.calm_flag), ("step", s.step_flag))]
     return {
         "stage": int(s.stage),
         "turn": int(s.turn),
-        "time": int(s.time),
+        "time": int(env_state.time),
         "hp": int(p.hp),
         "max_hp": MAX_HP,
         "credits": int(p.credits),
@@ -227,7 +228,8 @@ def scene(state: Any, last_action: int | None = None) -> dict:
 
     Accepts an ``EnvState`` or a Jumanji ``State``; ``last_action`` (0..27) goes to the HUD.
     """
-    s = _game(state)
+    env_state = _env_state(state)
+    s = env_state.game
     enemies, transmissions = _enemy_items(s), _transmission_items(s)
     hints = _hidden_cryptog_hints(s)
     player = (int(s.player.pos[0]), int(s.player.pos[1]))
@@ -246,7 +248,7 @@ def scene(state: Any, last_action: int | None = None) -> dict:
                 )
             row.append(items)
         cells.append(row)
-    return {"cells": cells, "hud": hud(s, last_action)}
+    return {"cells": cells, "hud": hud(env_state, last_action)}
 
 
 # --------------------------------------------------------------------------- matplotlib

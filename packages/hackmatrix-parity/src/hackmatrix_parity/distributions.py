@@ -205,13 +205,13 @@ def swift_step_samples(
 
 def jax_reset_samples(n: int, seed: int) -> list[dict[str, list[Any]]]:
     import jax
-    from hackmatrix_env.stage import reset_game
+    from hackmatrix_env.transition import reset_state
     from hackmatrix_env.types import EnvParams
 
     from hackmatrix_parity import jax_side
 
     keys = jax.random.split(jax.random.key(seed), n)
-    states = jax.jit(jax.vmap(reset_game, in_axes=(0, None)))(keys, EnvParams())
+    states = jax.jit(jax.vmap(reset_state, in_axes=(0, None)))(keys, EnvParams())
     states = jax.device_get(states)
     return [
         stage_stats(jax_side.observation_json(jax.tree.map(lambda x, i=i: x[i], states)))

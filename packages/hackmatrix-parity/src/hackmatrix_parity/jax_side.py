@@ -43,7 +43,7 @@ def observation_json(state: EnvState) -> dict[str, Any]:
 
 def internal_state_json(state: EnvState) -> dict[str, Any]:
     """The ``getInternalState`` reply (interface §5.5) computed from a JAX state."""
-    s = jax.device_get(state)
+    s = jax.device_get(state).game
     e = s.enemies
     enemies = []
     for k in range(len(e.alive)):
@@ -72,7 +72,7 @@ def internal_state_json(state: EnvState) -> dict[str, Any]:
 
 def transmission_entries(state: EnvState) -> list[tuple[int, int, int, int, bool, bool]]:
     """The transmission list in order: ``(row, col, countdown, kind, from_task, from_siphon)``."""
-    t = state.transmissions
+    t = state.game.transmissions
     return [
         (int(t.pos[i, 0]), int(t.pos[i, 1]), int(t.countdown[i]), int(t.kind[i]),
          bool(t.from_task[i]), bool(t.from_siphon[i]))
@@ -94,7 +94,7 @@ def history_depth(state: EnvState) -> int:
 def with_transmissions(state: EnvState, entries: list[tuple]) -> EnvState:
     """``state`` with its transmission list replaced by ``entries`` (``transmission_entries``
     tuples, list order): the engine resyncs hidden types and order with it."""
-    t = jax.device_get(state.transmissions)
+    t = jax.device_get(state.game.transmissions)
     n, cap = len(entries), len(t.alive)
     if n > cap:
         raise ValueError(f"{n} transmissions exceed the pool capacity {cap}")
@@ -106,16 +106,15 @@ def with_transmissions(state: EnvState, entries: list[tuple]) -> EnvState:
         out[:n] = values
         return out
 
-    return state.replace(
-        transmissions=t.replace(
-            pos=padded(rows[:, :2], t.pos),
-            countdown=padded(rows[:, 2], t.countdown),
-            kind=padded(rows[:, 3], t.kind),
-            from_task=padded(flags[:, 0], t.from_task),
-            from_siphon=padded(flags[:, 1], t.from_siphon),
-            alive=padded(np.ones(n, bool), t.alive),
-        )
+    transmissions = t.replace(
+        pos=padded(rows[:, :2], t.pos),
+        countdown=padded(rows[:, 2], t.countdown),
+        kind=padded(rows[:, 3], t.kind),
+        from_task=padded(flags[:, 0], t.from_task),
+        from_siphon=padded(flags[:, 1], t.from_siphon),
+        alive=padded(np.ones(n, bool), t.alive),
     )
+    return state.replace(game=state.game.replace(transmissions=transmissions))
 
 
 def with_top_snapshot_cells(state: EnvState, old: list[tuple], new: list[tuple]) -> EnvState:
@@ -146,18 +145,18 @@ def with_top_snapshot_cells(state: EnvState, old: list[tuple], new: list[tuple])
     return state.replace(history=h.replace(snapshots=snapshots))
 
 
-def _outcome(step, key, state, action):
-    """One candidate: the stepped state and what the comparison reads."""
-    from hackmatrix_env.mask import action_mask
+def _outcome(key, state, action):
+    """One candidate: the stepped state (``time`` unchanged) and what the comparison reads."""
     from hackmatrix_env.observation import observe
     from hackmatrix_env.reward import reward_breakdown
+    from hackmatrix_env.transition import advance
 
-    after, ev = step(key, state, action)
-    bd = reward_breakdown(state, after, ev).astype(jnp.float32)
+    after, ev = advance(key, state, action)
+    bd = reward_breakdown(state.game, after.game, ev).astype(jnp.float32)
     obs = observe(after)
-    mask = action_mask(after)
+    mask = obs.action_mask
     invalid = jnp.asarray(ev.invalid, bool)
-    died = (~invalid) & (after.player.hp == 0)
+    died = (~invalid) & (after.game.player.hp == 0)
     out = {
         "reward": jnp.sum(bd),
         "breakdown": bd,
@@ -174,7 +173,6 @@ def _outcome(step, key, state, action):
 
 
 def _initial(state):
-    from hackmatrix_env.mask import action_mask
     from hackmatrix_env.observation import observe
 
     obs = observe(state)
@@ -182,13 +180,15 @@ def _initial(state):
         "player": obs.player,
         "programs": obs.programs.astype(jnp.float32),
         "grid": obs.grid,
-        "mask": action_mask(state),
+        "mask": obs.action_mask,
     }
 
 
 def _slim(states: EnvState) -> EnvState:
     """The state without its UNDO snapshots (the comparison reads only the history counters)."""
-    return states.replace(history=states.history.replace(snapshots=None))
+    from hackmatrix_env.history import without_snapshots
+
+    return without_snapshots(states)
 
 
 class Candidates:
@@ -219,10 +219,7 @@ class CandidateStepper:
 
     def __init__(self, batch: int, num_keys: int):
         self.B, self.K = int(batch), int(num_keys)
-        from hackmatrix_env.game import step_game
-
-        one = lambda k, s, a: _outcome(step_game, k, s, a)  # noqa: E731
-        over_keys = jax.vmap(one, in_axes=(0, None, None))
+        over_keys = jax.vmap(_outcome, in_axes=(0, None, None))
         self._step = jax.jit(jax.vmap(over_keys, in_axes=(0, 0, 0)))
         self._select = jax.jit(
             lambda states, idx: jax.tree.map(lambda x: x[jnp.arange(x.shape[0]), idx], states)

@@ -39,7 +39,7 @@ from hackmatrix_env.constants import (
     NUM_STAGES,
     REWARD_COMPONENTS,
 )
-from hackmatrix_env.stage import trim_history
+from hackmatrix_env.history import without_snapshots
 from hackmatrix_env.viewer import scene
 
 from hackmatrix_train.network import masked_categorical
@@ -106,7 +106,7 @@ def _advance(env_params, state, action, env_keys):
     )
     truncated = state.time >= env_params.max_steps_in_episode
     out = (reward, terminated, truncated, info["reward_breakdown"], info["invalid_action"])
-    return obs, state, trim_history(state), out
+    return obs, state, without_snapshots(state), out
 
 
 class Stepper:
@@ -214,11 +214,11 @@ def play(
     if scenarios:
         obs, state = start_from_scenarios(stepper, obs, state, rows, scenarios)
     episodes = [Episode(int(i), scenario=(scenarios or {}).get(int(i))) for i in rows]
-    first = jax.device_get(trim_history(state))
+    first = jax.device_get(without_snapshots(state))
     for j, ep in enumerate(episodes):
         ep.frames.append(frame(_row(first, j)))
         ep.states += [_row(first, j)] if keep_states else []
-        ep.stage = int(first.stage[j])
+        ep.stage = int(first.game.stage[j])
     alive = np.ones(len(rows), bool)
     host_obs_mask = np.asarray(obs.action_mask)
     for t, run_key in enumerate(stepper.run_keys(seed)):
@@ -242,9 +242,12 @@ def play(
             ep.states += [s] if keep_states else []
             ep.actions.append(int(action[j]))
             ep.ret += float(reward[j])
-            ep.stage = max(ep.stage, min(int(s.stage), NUM_STAGES))
+            ep.stage = max(ep.stage, min(int(s.game.stage), NUM_STAGES))
             cause = end_cause(
-                bool(invalid[j]), breakdown[j][VICTORY] > 0, int(s.player.hp), bool(truncated[j])
+                bool(invalid[j]),
+                breakdown[j][VICTORY] > 0,
+                int(s.game.player.hp),
+                bool(truncated[j]),
             )
             if cause is not None:
                 ep.end, alive[j] = cause, False

@@ -22,15 +22,27 @@ from hackmatrix_train.network import masked_categorical
 from hackmatrix_train.rollout import STAGE_COMPONENT, VICTORY_COMPONENT
 
 
+def _game(state):
+    """The HackMatrix ``GameState`` of a batched env state, or None for another env's state."""
+    return getattr(state, "game", None)
+
+
+def _stage(state, n: int) -> jax.Array:
+    """int32[N]: the HackMatrix stage of each row (0 for another env's state)."""
+    game = _game(state)
+    return jnp.zeros(n, jnp.int32) if game is None else game.stage.astype(jnp.int32)
+
+
 def on_restored_board(state) -> jax.Array:
     """bool[N]: the board's exit cell is not at ``exit_pos`` (an UNDO across a stage change).
 
     In ordinary play the exit cell and ``exit_pos`` agree; they differ only on a board restored
     by the cross-stage UNDO quirk (rules §11.4). Envs without these fields give all False.
     """
-    grid, exit_pos = getattr(state, "grid", None), getattr(state, "exit_pos", None)
-    if grid is None or exit_pos is None:
+    game = _game(state)
+    if game is None:
         return jnp.zeros(jax.tree.leaves(state)[0].shape[:1], bool)
+    grid, exit_pos = game.grid, game.exit_pos
     rows = jnp.arange(exit_pos.shape[0])
     cell = grid.content[rows, exit_pos[:, 0], exit_pos[:, 1]]
     return cell != Content.EXIT
@@ -43,7 +55,7 @@ def new_tally(state, num_episodes: int, num_actions: int) -> dict:
         "alive": jnp.ones(n, bool),
         "ret": jnp.zeros(n, jnp.float32),
         "length": jnp.zeros(n, jnp.int32),
-        "stage": getattr(state, "stage", jnp.zeros(n, jnp.int8)).astype(jnp.int32),
+        "stage": _stage(state, n),
         "won": jnp.zeros(n, bool),
         "actions": jnp.zeros((n, num_actions), jnp.int32),
         "exit_completions": jnp.zeros(n, jnp.int32),
@@ -66,7 +78,7 @@ def tally_step(acc: dict, state_before, action, reward, terminated, truncated, i
     else:
         won = jnp.zeros(n, bool)
         completed = jnp.zeros(n, bool)
-    stage_before = getattr(state_before, "stage", jnp.zeros(n, jnp.int8)).astype(jnp.int32)
+    stage_before = _stage(state_before, n)
     reached = jnp.minimum(stage_before + completed.astype(jnp.int32), 8)
     finished = alive & (completed | won)
     restored = on_restored_board(state_before)

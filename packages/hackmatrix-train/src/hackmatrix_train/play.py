@@ -175,7 +175,7 @@ class JaxGame:
 
     def new(self, seed: int) -> None:
         import jax
-        from hackmatrix_env.stage import trim_history
+        from hackmatrix_env.history import without_snapshots
 
         from hackmatrix_train.episodes import start_from_scenarios
 
@@ -186,7 +186,7 @@ class JaxGame:
                 self.stepper, self.obs, self.state, [0], {0: self.scenario}
             )
         self.keys = self.stepper.run_keys(seed)
-        self.host = jax.tree.map(lambda x: x[0], jax.device_get(trim_history(self.state)))
+        self.host = jax.tree.map(lambda x: x[0], jax.device_get(without_snapshots(self.state)))
         self.actions, self.history, self.last_action = [], [], None
 
     def mask(self) -> np.ndarray:
@@ -212,7 +212,7 @@ class JaxGame:
         self.actions.append(int(action))
         self.last_action = int(action)
         end = end_cause(
-            bool(invalid), breakdown[VICTORY] > 0, int(self.host.player.hp), bool(truncated)
+            bool(invalid), breakdown[VICTORY] > 0, int(self.host.game.player.hp), bool(truncated)
         )
         return StepResult(
             float(reward), dict(zip(REWARD_COMPONENTS, map(float, breakdown), strict=True)), end
@@ -251,11 +251,11 @@ class SwiftPlay:
         elif self.start_stage > 1:  # the binary resets to stage 1: inject JAX's stage start
             import jax
             from hackmatrix_env import EnvParams
-            from hackmatrix_env.stage import reset_game
+            from hackmatrix_env.transition import reset_state
             from hackmatrix_parity.swift_full import from_jax
 
             params = EnvParams(start_stage=self.start_stage)
-            self.game.set_full_state(from_jax(reset_game(jax.random.key(seed), params)))
+            self.game.set_full_state(from_jax(reset_state(jax.random.key(seed), params)))
         else:
             self.game.reset(seed=seed)
         self.history, self.last_action, self.actions = [], None, []
@@ -291,7 +291,9 @@ class SwiftPlay:
         bd = {k: bd.get(k, 0.0) for k in REWARD_COMPONENTS}
         end = None
         if reply["done"]:
-            end = end_cause(False, bd["victory"] > 0, int(self.host.player.hp), False) or "done"
+            end = (
+                end_cause(False, bd["victory"] > 0, int(self.host.game.player.hp), False) or "done"
+            )
         return StepResult(float(reply["reward"]), bd, end)
 
     def undo(self) -> bool:

@@ -1,0 +1,75 @@
+"""One transition of the env state (game + UNDO ring), shared by the gymnax env and Jumanji.
+
+A game step reads the ring's top (``history.undo_top``), runs ``game.step_game``, and
+records the step in the ring (``history.record_step``: pop if UNDO ran, push after a real
+enemy phase); the reward (interface §4) reads the games before and after. Layer 5.5: the
+two adapters (``env.HackMatrix``, ``jumanji.HackMatrixJumanji``) differ only in what they
+do around it (auto-reset, observation, key handling).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from hackmatrix_env.game import step_game
+from hackmatrix_env.history import record_step, undo_top
+from hackmatrix_env.reward import reward_breakdown, total_reward
+from hackmatrix_env.stage import reset_game
+from hackmatrix_env.types import EnvParams, EnvState, History, StepEvents, blank_history
+
+
+def advance(key: jax.Array, state: EnvState, action: jax.Array) -> tuple[EnvState, StepEvents]:
+    """The game step and its ring update (``time`` unchanged): ``(state, events)``.
+
+    The ring pops if UNDO ran and pushes after a real enemy phase; an UNDO that empties a
+    ring which dropped snapshots sets ``overflow`` (``history.drop_snapshot``).
+    """
+    game, ev = step_game(key, state.game, action, undo_top(state.history))
+    history, diverged = record_step(state.history, game, ev.undone, ev.enemy_phase_ran)
+    game = game.replace(overflow=game.overflow | diverged)
+    return state.replace(game=game, history=history), ev
+
+
+def step_state(
+    key: jax.Array, state: EnvState, action: jax.Array
+) -> tuple[EnvState, jax.Array, jax.Array, dict[str, Any]]:
+    """One env step without auto-reset: ``(state, reward f32, terminated, info)`` (§4).
+
+    ``advance`` with ``time`` + 1; ``terminated``: the action was invalid, the player died, or
+    stage 8 was completed.
+    """
+    after, ev = advance(key, state, action)
+    breakdown = reward_breakdown(state.game, after.game, ev)
+    reward = total_reward(breakdown).astype(jnp.float32)
+    terminated = ev.invalid | ev.victory | (after.game.player.hp == 0)
+    info = {
+        "reward_breakdown": breakdown,
+        "action_kind": ev.action_kind,
+        "invalid_action": ev.invalid,
+        "history_overflow": after.game.overflow,
+    }
+    return after.replace(time=(state.time + 1).astype(jnp.int32)), reward, terminated, info
+
+
+def fresh_game(key: jax.Array, params: EnvParams) -> tuple[jax.Array, Any]:
+    """``(time 0, reset_game(key, params))``: what a reset replaces besides the ring."""
+    return jnp.int32(0), reset_game(key, params)
+
+
+def reset_state(key: jax.Array, params: EnvParams) -> EnvState:
+    """A fresh game (rules §10.1) at time 0 with an empty UNDO ring of ``params.history_depth``."""
+    time, game = fresh_game(key, params)
+    return EnvState(time=time, game=game, history=blank_history(params.history_depth))
+
+
+def clear_history(hist: History, where: jax.Array) -> History:
+    """``hist`` emptied where ``where``: the counters only (an empty ring's buffer is never read)."""
+    zero = jnp.int32(0)
+    return hist.replace(
+        top=jnp.where(where, zero, hist.top),
+        size=jnp.where(where, zero, hist.size),
+        lost=jnp.where(where, zero, hist.lost),
+    )
