@@ -30,7 +30,7 @@ from hackmatrix_env.constants import (
     NUM_PROGRAMS,
     Content,
 )
-from hackmatrix_env.history import push_snapshot
+from hackmatrix_env.history import has_snapshot, push_snapshot, take_snapshot, undo_top
 from hackmatrix_env.programs import program_mask, run_program
 from hackmatrix_env.types import blank_state
 
@@ -38,7 +38,8 @@ from hackmatrix_env.types import blank_state
 def random_state(key):
     """A random, well-formed state (compact pools, zeroed dead slots)."""
     ks = jax.random.split(key, 12)
-    s = blank_state()
+    state = blank_state()
+    s = state.game
     n_e = jax.random.randint(ks[0], (), 0, 13)
     n_t = jax.random.randint(ks[1], (), 0, 9)
     alive_e = jnp.arange(MAX_ENEMIES) < n_e
@@ -88,9 +89,10 @@ def random_state(key):
         exit_pos=jnp.asarray([5, 5], jnp.int8),
     )
     n_hist = jax.random.randint(ks[11], (), 0, HISTORY_DEPTH + 1)
+    history = state.history
     for i in range(HISTORY_DEPTH):
-        s = push_snapshot(s.replace(turn=jnp.int32(i)), i < n_hist)
-    return s
+        history = push_snapshot(history, take_snapshot(s.replace(turn=jnp.int32(i))), i < n_hist)
+    return state.replace(game=s, history=history)
 
 
 def _time(fn, args, reps):
@@ -130,8 +132,8 @@ def _scanned(step, n_steps):
 def _skeleton_programs():
     """A no-programs stand-in: no program is ever valid, the effect is the identity."""
     return (
-        lambda state: jnp.zeros(NUM_PROGRAMS, jnp.bool_),
-        lambda key, state, prog_idx: (state, jnp.int32(0), jnp.bool_(False)),
+        lambda state, undo_available: jnp.zeros(NUM_PROGRAMS, jnp.bool_),
+        lambda key, state, prog_idx, undo_snapshot: (state, jnp.int32(0), jnp.bool_(False)),
     )
 
 
@@ -211,12 +213,18 @@ def main() -> None:
         )
         return b * n / dt
 
-    report("run_program", lambda k, s, p: run_program(k, s, p)[0])
+    def ran(k, s, p):
+        return s.replace(game=run_program(k, s.game, p, undo_top(s.history).snapshot)[0])
+
+    def masked(k, s, p):
+        flag = s.game.show_flag ^ program_mask(s.game, has_snapshot(s.history))[p]
+        return s.replace(game=s.game.replace(show_flag=flag))
+
+    report("run_program", ran)
+    report("program_mask (+carry)", masked)
     report(
-        "program_mask (+carry)",
-        lambda k, s, p: s.replace(show_flag=s.show_flag ^ program_mask(s)[p]),
+        "empty step (carry)", lambda k, s, p: s.replace(game=s.game.replace(turn=s.game.turn + p))
     )
-    report("empty step (carry)", lambda k, s, p: s.replace(turn=s.turn + p))
     report(
         "full-state select",
         lambda k, s, p: jax.tree.map(lambda a: jnp.where(p > 11, a, jnp.zeros_like(a)), s),

@@ -18,16 +18,17 @@ Parts (each is one function of the step pipeline, interface §1):
 
 * ``env_step``: ``HackMatrix.step`` (auto-reset, observation) — the benchmark's unit.
 * ``step_env``: the step without auto-reset (``step_game`` + reward + observation).
-* ``step_game``: the game pipeline only (no reward, no observation).
-* ``enemy_phase``: ``run_enemy_phase`` with ``active=True`` (every row runs it).
-* ``move_enemies`` / ``hatch`` / ``scheduled_task`` / ``owed_spawns``: its phases.
+* ``step_game``: the game pipeline only (no reward, no observation, no UNDO ring update).
+* ``enemy_phase``: ``game.enemy_phase`` with ``active=True`` (every row runs it).
+* ``move_enemies`` / ``hatch`` / ``spawns``: its phases (``spawns``: the scheduled task and the
+  owed siphon spawns, sparse as run).
 * ``resolve_direction``: the direction action (``clip(action, 0, 3)``).
 * ``program``: ``programs.run_program`` on the sampled program index (dense).
 * ``observe`` / ``grid_features`` / ``action_mask``: the observation.
 * ``reset``: ``env.reset_env`` dense (every row); ``reset_sparse``: the step's
   auto-reset as run (``compute_where`` on the done rows of one step).
-* ``complete_stage``: stage completion as run (sparse on rows that reach the exit);
-  ``generate_stage``: dense generation.
+* ``complete_stage``: stage completion as run (generation sparse on rows that reach the
+  exit); ``generate_stage``: dense generation.
 * ``reward``: ``reward_breakdown`` given ``step_game``'s output;
   ``shaping_distance``: one shaping BFS.
 """
@@ -45,10 +46,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from hackmatrix_env import enemies, game, mask, movement, observation, programs, reward, stage
-from hackmatrix_env.batching import compute_where
+from hackmatrix_env.batching import compute_where, ragged_fori_loop
 from hackmatrix_env.bench import make_rollout, uniform_masked_actions
 from hackmatrix_env.constants import FIRST_PROGRAM, NUM_PROGRAMS, Action
 from hackmatrix_env.env import HackMatrix
+from hackmatrix_env.history import has_snapshot, undo_top, without_snapshots
 from hackmatrix_env.types import EnvState
 
 
@@ -62,66 +64,64 @@ def _parts(env: HackMatrix, params):
         return env.step_env(k, s, a, params)
 
     def step_game(k, s, a, x):
-        return game.step_game(k, s, a)
+        return game.step_game(k, s.game, a, undo_top(s.history))
 
     def enemy_phase(k, s, a, x):
-        return enemies.run_enemy_phase(k, s)
+        return game.enemy_phase(k, s.game, jnp.bool_(True))
 
     def move_enemies(k, s, a, x):
-        return enemies.move_enemies(enemies.phase_seeds(k)[0], s)
+        return enemies.move_enemies(enemies.phase_seeds(k)[0], s.game, loop=ragged_fori_loop)
 
     def hatch(k, s, a, x):
-        return enemies.hatch_transmissions(s)
+        return enemies.hatch_transmissions(s.game)
 
-    def scheduled_task(k, s, a, x):
-        return enemies.run_scheduled_task(k, s)
-
-    def owed_spawns(k, s, a, x):
-        return enemies.place_owed_spawns(k, s)
+    def spawns(k, s, a, x):
+        _, seed_sched, seed_owed = enemies.phase_seeds(k)
+        return enemies.place_scheduled_and_owed(seed_sched, seed_owed, s.game, sparse=compute_where)
 
     def resolve_direction(k, s, a, x):
-        return movement.resolve_direction(s, jnp.clip(a, 0, Action.RIGHT))
+        return movement.resolve_direction(s.game, jnp.clip(a, 0, Action.RIGHT))
 
     def program(k, s, a, x):
         idx = jnp.clip(a - FIRST_PROGRAM, 0, NUM_PROGRAMS - 1)
-        return programs.run_program(k, s, idx)
+        return programs.run_program(k, s.game, idx, undo_top(s.history).snapshot)
 
     def observe(k, s, a, x):
         return observation.observe(s)
 
     def grid_features(k, s, a, x):
-        return observation.grid_features(s)
+        return observation.grid_features(s.game)
 
     def action_mask(k, s, a, x):
-        return mask.action_mask(s)
+        return mask.action_mask(s.game, has_snapshot(s.history))
 
     def reset(k, s, a, x):
         return env.reset_env(k, params)
 
     def reset_sparse(k, s, a, x):
-        default = (x["obs"], stage.trim_history(s))
+        default = (x["obs"], s.game)
 
         def fresh(k):
-            st = stage.reset_game(k, params)
-            return observation.observe(st), stage.trim_history(st)
+            g = stage.reset_game(k, params)
+            return observation.observe_game(g, False), g
 
         return compute_where(x["done"], fresh, (k,), default)
 
     def complete_stage(k, s, a, x):
         moved, ok, _, _, _, exit_reached = movement.resolve_direction(
-            s, jnp.clip(a, 0, Action.RIGHT)
+            s.game, jnp.clip(a, 0, Action.RIGHT)
         )
-        return stage.complete_stage(k, moved, needed=ok & exit_reached)
+        return game.complete_stage(k, moved, ok & exit_reached)
 
     def generate_stage(k, s, a, x):
-        return stage.generate_stage(k, stage.trim_history(s))
+        return stage.generate_stage(k, s.game)
 
     def reward_part(k, s, a, x):
-        after, ev = game.step_game(k, s, a)
-        return reward.reward_breakdown(s, after, ev)
+        after, ev = game.step_game(k, s.game, a, undo_top(s.history))
+        return reward.reward_breakdown(s.game, after, ev)
 
     def shaping_distance(k, s, a, x):
-        return reward.shaping_distance(s)
+        return reward.shaping_distance(s.game)
 
     return {
         "env_step": env_step,
@@ -130,8 +130,7 @@ def _parts(env: HackMatrix, params):
         "enemy_phase": enemy_phase,
         "move_enemies": move_enemies,
         "hatch": hatch,
-        "scheduled_task": scheduled_task,
-        "owed_spawns": owed_spawns,
+        "spawns": spawns,
         "resolve_direction": resolve_direction,
         "program": program,
         "observe": observe,
@@ -187,7 +186,7 @@ def _without_snapshots(tree):
     """
     is_state = lambda t: isinstance(t, EnvState)  # noqa: E731
     return jax.tree.map(
-        lambda t: stage.trim_history(t) if is_state(t) else t, tree, is_leaf=is_state
+        lambda t: without_snapshots(t) if is_state(t) else t, tree, is_leaf=is_state
     )
 
 

@@ -27,7 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from hackmatrix_env.constants import ENEMY_NAMES
-from hackmatrix_env.game import step_game
+from hackmatrix_env.transition import advance
 from hackmatrix_parity import jax_side
 from hackmatrix_parity.build import ensure_swift_binary
 from hackmatrix_parity.client import SwiftGame
@@ -35,11 +35,12 @@ from hackmatrix_parity.scenarios import generate_scenario
 
 THEMES = ("crowded", "combat", "stacked", "late_stage")
 SIPHON = 4
-_step = step_game
+_step = advance  # the game step with its UNDO ring update, as the parity harness steps
 
 
 def pack(s) -> jax.Array:
     """int32 vector of everything compared: player, turn, stage, enemy and transmission lists."""
+    s = s.game
     p, e, t = s.player, s.enemies, s.transmissions
     i = jnp.int32
     scalars = [p.hp, p.credits, p.energy, p.score, p.siphons, s.turn, s.stage]
@@ -74,7 +75,7 @@ def _candidates(states, actions, keys):
 @jax.jit
 def _enemy_outcomes(state, action, keys):
     def one(k):
-        after = _step(k, state, action)[0]
+        after = _step(k, state, action)[0].game
         return after.enemies.kind, after.enemies.pos, after.enemies.hp, after.enemies.alive
 
     return jax.vmap(one)(keys)

@@ -37,22 +37,22 @@ def make_rollout(batch: int, n_steps: int):
 
     def body(undo_bias, stress, carry, key):
         obs, state = carry
-        owned = owned_programs(state)[Program.UNDO]
+        game = state.game
+        owned = owned_programs(game)[Program.UNDO]
         grant = stress & ~owned
-        n = state.num_owned.astype(jnp.int32)
-        state = state.replace(
+        n = game.num_owned.astype(jnp.int32)
+        game = game.replace(
             owned_list=jnp.where(
-                grant & (jnp.arange(state.owned_list.shape[0]) == n),
+                grant & (jnp.arange(game.owned_list.shape[0]) == n),
                 jnp.int8(Program.UNDO),
-                state.owned_list,
+                game.owned_list,
             ),
             num_owned=jnp.where(grant, n + 1, n).astype(jnp.int8),
-            player=state.player.replace(
-                credits=jnp.where(
-                    stress, jnp.maximum(state.player.credits, 1), state.player.credits
-                )
+            player=game.player.replace(
+                credits=jnp.where(stress, jnp.maximum(game.player.credits, 1), game.player.credits)
             ),
         )
+        state = state.replace(game=game)
         obs = obs._replace(
             action_mask=jnp.where(
                 stress, env.observe(None, state, None, params).action_mask, obs.action_mask
@@ -63,7 +63,7 @@ def make_rollout(batch: int, n_steps: int):
         action = jax.random.categorical(k_act, logits)
         undo_ok = obs.action_mask[UNDO_ACTION]
         action = jnp.where(undo_ok & jax.random.bernoulli(k_bias, undo_bias), UNDO_ACTION, action)
-        undo_possible = owned_programs(state)[Program.UNDO] & (state.player.credits >= 1)
+        undo_possible = owned_programs(game)[Program.UNDO] & (game.player.credits >= 1)
         h0 = state.history
         obs2, state2, _, term, trunc, info = env.step(k_step, state, action, params)
         done = term | trunc
