@@ -1,8 +1,9 @@
 """Helpers shared by tests/env/test_reward.py and test_programs_reward.py (jitted once here).
 
-``step`` runs one action through the real pipeline (``game.step_game``) and
-returns ``(after, events, breakdown[15], total)``; ``check_reward`` compares a
-breakdown with the spec's expected non-zero components and total.
+``step`` runs one action on an ``EnvState`` through the real pipeline (``transition.advance``:
+``game.step_game`` and the UNDO ring) and returns ``(after, events, breakdown[15], total)``,
+``after`` an ``EnvState``; ``check_reward`` compares a breakdown with the spec's expected
+non-zero components and total.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import pytest
-from hackmatrix_env import game, reward
+from hackmatrix_env import reward, transition
 from hackmatrix_env.constants import FIRST_PROGRAM, PROGRAM_NAMES, REWARD_COMPONENTS
 
 IDX = {name: i for i, name in enumerate(REWARD_COMPONENTS)}
@@ -18,8 +19,8 @@ IDX = {name: i for i, name in enumerate(REWARD_COMPONENTS)}
 
 @jax.jit
 def _step(key, state, action):
-    after, events = game.step_game(key, state, action)
-    bd = reward.reward_breakdown(state, after, events)
+    after, events = transition.advance(key, state, action)
+    bd = reward.reward_breakdown(state.game, after.game, events)
     return after, events, bd, reward.total_reward(bd)
 
 

@@ -7,14 +7,14 @@ import jax.numpy as jnp
 import numpy as np
 from hackmatrix_env import board
 from hackmatrix_env.constants import MAX_ENEMIES, MAX_TRANSMISSIONS, Content, EnemyKind
-from hackmatrix_env.types import blank_state
+from hackmatrix_env.types import blank_game
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 
 def _enemies(entries):
     """entries: list of (kind, (row, col)) appended in order."""
-    e = blank_state().enemies
+    e = blank_game().enemies
     for kind, pos in entries:
         e, over = board.append_enemy(e, kind=kind, pos=jnp.array(pos), hp=2)
         assert not bool(over)
@@ -33,7 +33,7 @@ def test_in_bounds_and_neighbour():
 
 
 def test_block_map_counts_siphoned_blocks():
-    g = blank_state().grid
+    g = blank_game().grid
     content = g.content.at[1, 2].set(Content.BLOCK).at[3, 3].set(Content.EXIT)
     g = g.replace(content=content, siphoned=g.siphoned.at[1, 2].set(True))
     m = np.asarray(board.block_map(g))
@@ -64,11 +64,11 @@ def test_compaction_keeps_order_and_zeroes_tail():
 
 
 def test_append_overflow_reports_and_drops():
-    e = blank_state().enemies.replace(alive=jnp.ones(MAX_ENEMIES, jnp.bool_))
+    e = blank_game().enemies.replace(alive=jnp.ones(MAX_ENEMIES, jnp.bool_))
     e2, over = board.append_enemy(e, kind=1, pos=jnp.array([3, 3]), hp=3)
     assert bool(over)
     jax.tree.map(np.testing.assert_array_equal, e, e2)
-    t = blank_state().transmissions
+    t = blank_game().transmissions
     t, over = board.append_transmission(t, pos=jnp.array([1, 4]), countdown=1, kind=2)
     assert not bool(over) and int(board.num_alive(t.alive)) == 1
     assert t.countdown.dtype == jnp.int8 and t.pos.dtype == jnp.int8

@@ -6,19 +6,29 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from builders import make_state
-from hackmatrix_env import enemies
+from hackmatrix_env import enemies, game, history
 from hackmatrix_env.constants import MAX_ENEMIES, EnemyKind
+from hackmatrix_env.types import blank_history
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 
 @jax.jit
 def _phase(key, state):
-    return enemies.run_enemy_phase(key, state)
+    return game.enemy_phase(key, state, jnp.bool_(True))
+
+
+_record = jax.jit(history.record_step)
 
 
 def _run(state, seed=0):
+    """The enemy phase after a turn-ending action: ``(game, ran)``."""
     return _phase(jax.random.key(seed), state)
+
+
+def make_game(player=(0, 0), **kwargs):
+    """The game of ``make_state(...)``: the rule functions take a ``GameState``."""
+    return make_state(player, **kwargs).game
 
 
 def _cells(s):
@@ -29,7 +39,7 @@ def _cells(s):
 
 def test_daemon_path_then_attack():
     # rules §7.6: (3,3) -> (2,3) -> (1,3) -> (0,3) -> (0,2) -> (0,1), then it attacks
-    s = make_state((0, 0), enemies=[("daemon", (3, 3))], calm=True)
+    s = make_game((0, 0), enemies=[("daemon", (3, 3))], calm=True)
     path = []
     for t in range(5):
         s, ran = _run(s, t)
@@ -42,7 +52,7 @@ def test_daemon_path_then_attack():
 
 
 def test_abc_two_attacks_and_c_moves_away():
-    s = make_state(
+    s = make_game(
         (0, 0), enemies=[("daemon", (1, 0)), ("daemon", (0, 1)), ("daemon", (2, 0))], calm=True
     )
     for seed in range(4):  # independent of the processing order
@@ -53,25 +63,25 @@ def test_abc_two_attacks_and_c_moves_away():
 
 def test_virus_double_step_and_attack_timing():
     # rules §7.6: virus (3,0) -> (2,0) -> (1,0), no attack; next turn attacks once
-    s = make_state((0, 0), enemies=[("virus", (3, 0))], calm=True)
+    s = make_game((0, 0), enemies=[("virus", (3, 0))], calm=True)
     s, _ = _run(s)
     assert _cells(s) == [(1, 0)] and int(s.player.hp) == 3
     s, _ = _run(s, 1)
     assert _cells(s) == [(1, 0)] and int(s.player.hp) == 2  # one attack per phase
     # a virus at (2,0) moves to (1,0) in sub-step 0 and attacks in sub-step 1
-    s = make_state((0, 0), enemies=[("virus", (2, 0))], calm=True)
+    s = make_game((0, 0), enemies=[("virus", (2, 0))], calm=True)
     s, _ = _run(s)
     assert _cells(s) == [(1, 0)] and int(s.player.hp) == 2
 
 
 def test_daemon_moving_adjacent_does_not_attack_same_turn():
-    s = make_state((0, 0), enemies=[("daemon", (2, 0))], calm=True)
+    s = make_game((0, 0), enemies=[("daemon", (2, 0))], calm=True)
     s, _ = _run(s)
     assert _cells(s) == [(1, 0)] and int(s.player.hp) == 3
 
 
 def test_hatching_disabled_and_list_order():
-    s = make_state(
+    s = make_game(
         (0, 0),
         enemies=[("daemon", (5, 5))],
         transmissions=[("virus", (3, 3), 1), ("glitch", (4, 4), 2), ("cryptog", (2, 2), 1)],
@@ -94,7 +104,7 @@ def test_hatching_disabled_and_list_order():
 
 
 def test_stunned_enemy_skips_and_is_cleared():
-    s = make_state((0, 0), enemies=[("virus", (0, 1), 2, {"stunned": True})], calm=True)
+    s = make_game((0, 0), enemies=[("virus", (0, 1), 2, {"stunned": True})], calm=True)
     out, _ = _run(s)
     assert int(out.player.hp) == 3 and not bool(out.enemies.stunned[0])
     out, _ = _run(out, 1)
@@ -103,7 +113,7 @@ def test_stunned_enemy_skips_and_is_cleared():
 
 def test_cryptog_last_known():
     # Only a move that ends in the player's row or column updates last_known.
-    s = make_state((0, 0), enemies=[("cryptog", (3, 1))], calm=True)
+    s = make_game((0, 0), enemies=[("cryptog", (3, 1))], calm=True)
     out, _ = _run(s)  # Down (2,1): distance 3 ties Left (3,0), Down comes first
     assert _cells(out) == [(2, 1)]
     assert tuple(int(v) for v in out.enemies.last_known[0]) == (3, 1)
@@ -116,19 +126,19 @@ def test_cryptog_last_known():
 
 
 def test_scheduled_task_timing():
-    s = make_state((0, 0), turn=11)  # next_task_turn stays 12 after setState
+    s = make_game((0, 0), turn=11)  # next_task_turn stays 12 after setState
     out, _ = _run(s)
     assert int(out.turn) == 12
     assert int(jnp.sum(out.transmissions.alive)) == 1 and bool(out.transmissions.from_task[0])
     assert int(out.next_task_turn) == 24
     # CALM: nothing, and the clock does not advance
-    out, _ = _run(make_state((0, 0), turn=11, calm=True))
+    out, _ = _run(make_game((0, 0), turn=11, calm=True))
     assert int(jnp.sum(out.transmissions.alive)) == 0 and int(out.next_task_turn) == 12
 
 
 def test_scheduled_table_after_siphon():
     # rules §7.8: interval 11, next 17 -> spawns at 17 then 28
-    s = make_state((0, 0), turn=16)
+    s = make_game((0, 0), turn=16)
     s = s.replace(task_interval=jnp.int32(11), next_task_turn=jnp.int32(17))
     out, _ = _run(s)
     assert int(out.turn) == 17 and int(out.next_task_turn) == 28
@@ -136,7 +146,7 @@ def test_scheduled_table_after_siphon():
 
 
 def test_step_skip():
-    s = make_state(
+    s = make_game(
         (0, 0),
         enemies=[("virus", (3, 0), 2, {"stunned": True})],
         transmissions=[("daemon", (4, 4), 1)],
@@ -146,16 +156,20 @@ def test_step_skip():
     assert not bool(ran) and not bool(out.step_flag)
     assert int(out.turn) == 0 and int(out.pending_siphon_spawns) == 2
     assert bool(out.enemies.stunned[0]) and _cells(out) == [(3, 0)]
-    assert int(out.transmissions.countdown[0]) == 1 and int(out.history.size) == 0
-    # the next real phase runs, places the owed spawns and pushes a snapshot
+    assert int(out.transmissions.countdown[0]) == 1
+    # the shell pushes no snapshot after a skipped phase (rules §7.11)
+    hist, _ = _record(blank_history(), out, jnp.bool_(False), ran)
+    assert int(hist.size) == 0
+    # the next real phase runs and places the owed spawns; the shell pushes its final game
     out, ran = _run(out, 1)
     assert bool(ran) and int(out.turn) == 1 and int(out.pending_siphon_spawns) == 0
     assert int(jnp.sum(out.transmissions.from_siphon & out.transmissions.alive)) == 2
-    assert int(out.history.size) == 1
+    hist, _ = _record(hist, out, jnp.bool_(False), ran)
+    assert int(hist.size) == 1 and int(history.peek_snapshot(hist).turn) == 1
 
 
 def test_enemy_on_player_cell_steps_off():
-    s = make_state((2, 2), enemies=[("daemon", (2, 2))], calm=True)
+    s = make_game((2, 2), enemies=[("daemon", (2, 2))], calm=True)
     out, _ = _run(s)
     assert _cells(out) == [(3, 2)] and int(out.player.hp) == 3
 
@@ -182,7 +196,7 @@ def test_phase_invariants(enemy_list, blocks, trans, player, seed):
             taken.add(c)
     blocks = {b for b in blocks if b not in taken and b != (5, 5)}  # setState: exit at (5,5)
     trans = {t for t in trans if t not in taken and t not in blocks}
-    s = make_state(
+    s = make_game(
         player,
         enemies=ens,
         blocks=[("data", b, 1) for b in blocks],

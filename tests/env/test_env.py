@@ -14,6 +14,7 @@ from builders import make_state
 from gymnax.environments import environment, spaces
 from hackmatrix_env import EnvParams, HackMatrix, Observation, flatten_observation
 from hackmatrix_env.constants import NUM_REWARD_COMPONENTS, REWARD_COMPONENTS, ActionKind
+from hackmatrix_env.history import without_snapshots
 from hackmatrix_env.observation import observe
 from hackmatrix_env.scenario import state_from_json
 
@@ -38,10 +39,6 @@ def _eq(a, b) -> bool:
     )
 
 
-def _without_snapshots(state):
-    return state.replace(history=state.history.replace(snapshots=None))
-
-
 def test_api_surface():
     assert isinstance(ENV, environment.Environment)
     assert ENV.num_actions == 28 and ENV.name == "HackMatrix"
@@ -63,7 +60,8 @@ def test_reset_shapes_and_spaces():
     assert obs.grid.shape == (6, 6, 42) and obs.grid.dtype == jnp.float32
     assert obs.action_mask.shape == (28,) and obs.action_mask.dtype == jnp.bool_
     assert bool(ENV.observation_space(PARAMS).contains(obs))
-    assert int(state.time) == 0 and int(state.stage) == 1
+    assert int(state.time) == 0 and int(state.game.stage) == 1
+    assert int(state.history.size) == 0  # a fresh game has nothing to UNDO
     assert _eq(obs, observe(state))
     assert flatten_observation(obs).shape == (1545,)
 
@@ -74,7 +72,9 @@ def test_e1_plain_move():
     obs, nxt, reward, term, trunc, info = ENV.step(jax.random.key(1), state, 0, PARAMS)
     assert set(info) == INFO_KEYS
     assert not bool(term) and not bool(trunc)
-    assert nxt.player.pos.tolist() == [1, 0] and int(nxt.turn) == 1 and int(nxt.time) == 1
+    assert nxt.game.player.pos.tolist() == [1, 0] and int(nxt.game.turn) == 1
+    assert int(nxt.time) == 1
+    assert int(nxt.history.size) == 1  # the real enemy phase's snapshot
     bd = np.asarray(info["reward_breakdown"])
     assert bd.shape == (NUM_REWARD_COMPONENTS,) and bd.dtype == np.float32
     expected = np.zeros(15, np.float32)
@@ -99,7 +99,8 @@ def test_invalid_action_terminates_and_autoresets():
     assert int(info["action_kind"]) == ActionKind.INVALID
     assert _eq(info["final_observation"], before)  # the failed step changed nothing
     # auto-reset: a fresh game and its observation
-    assert int(nxt.time) == 0 and int(nxt.stage) == 1 and int(nxt.player.credits) in (0, 10)
+    assert int(nxt.time) == 0 and int(nxt.game.stage) == 1
+    assert int(nxt.game.player.credits) in (0, 10)
     assert _eq(obs, observe(nxt))
     assert int(nxt.history.size) == 0 and int(nxt.history.top) == 0
 
@@ -133,7 +134,7 @@ def test_step_override_matches_base_class():
             ours = ENV.step(key, state, action, params)
             theirs = base_step(ENV, key, state, action, params)
             assert _eq(ours[0], theirs[0]) and _eq(ours[2:], theirs[2:])
-            assert _eq(_without_snapshots(ours[1]), _without_snapshots(theirs[1]))
+            assert _eq(without_snapshots(ours[1]), without_snapshots(theirs[1]))
         # Batched (the sparse jobs of compute_where, the two-pass stage/reset job).
         states = jax.tree.map(lambda *x: jnp.stack(x), *[c[0] for c in cases])
         actions = jnp.array([c[1] for c in cases], jnp.int32)
@@ -143,7 +144,7 @@ def test_step_override_matches_base_class():
             keys, states, actions, params
         )
         assert _eq(ours[0], theirs[0]) and _eq(ours[2:], theirs[2:])
-        assert _eq(_without_snapshots(ours[1]), _without_snapshots(theirs[1]))
+        assert _eq(without_snapshots(ours[1]), without_snapshots(theirs[1]))
 
 
 def test_victory_terminates():
@@ -180,7 +181,7 @@ def test_info_structure_identical_across_step_kinds():
 
 def test_start_stage_param():
     obs, state = ENV.reset(jax.random.key(6), EnvParams(start_stage=5))
-    assert int(state.stage) == 5 and int(state.task_interval) == 8
+    assert int(state.game.stage) == 5 and int(state.game.task_interval) == 8
     assert float(obs.player[5]) == pytest.approx(4 / 7)
 
 
@@ -248,7 +249,7 @@ def test_other_key_kinds_play_and_repeat(impl):
     assert not np.array_equal(a, c)
 
 
-def test_subclass_must_extend_resets_through_reset_extras():
+def test_subclass_overriding_reset_env_is_refused():
     """step's auto-reset does not call reset_env: overriding it would be silently ignored."""
 
     class OwnReset(HackMatrix):
@@ -257,5 +258,5 @@ def test_subclass_must_extend_resets_through_reset_extras():
 
     env = OwnReset()
     _, state = HackMatrix().reset(jax.random.key(0), PARAMS)
-    with pytest.raises(TypeError, match="reset_extras"):
+    with pytest.raises(TypeError, match="overrides reset_env"):
         env.step(jax.random.key(1), state, 0, PARAMS)

@@ -13,15 +13,14 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from hackmatrix_env import HackMatrix
-from hackmatrix_env.history import has_snapshot, pop_snapshot, push_snapshot
+from hackmatrix_env.history import has_snapshot
 from hackmatrix_env.jumanji import HackMatrixJumanji
 from hackmatrix_env.scenario import full_state_json, state_from_full_json, state_from_json
 from hackmatrix_env.types import EnvParams
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from programs_testlib import pop, push, replace_game
 
-_push = jax.jit(push_snapshot)
-_pop = jax.jit(pop_snapshot)
 _PLAYER = {"player": {"row": 0, "col": 0}}
 
 
@@ -39,24 +38,24 @@ def test_ring_matches_unbounded_stack_until_flagged(depth, ops):
     reference: list[int] = []
     turn = 0
     flagged = False
-    for push in ops:
-        if push:
+    for is_push in ops:
+        if is_push:
             turn += 1
-            s = _push(s.replace(turn=jnp.int32(turn)))
+            s = push(replace_game(s, turn=jnp.int32(turn)))
             reference.append(turn)
         elif reference:
-            ring_has = bool(has_snapshot(s))
+            ring_has = bool(has_snapshot(s.history))
             if not ring_has:
                 # The reference still offers UNDO, we do not: the state must say so.
-                assert bool(s.overflow)
+                assert bool(s.game.overflow)
                 flagged = True
                 reference.pop()
                 continue
-            s, snap = _pop(s)
+            s, snap = pop(s)
             assert int(snap.turn) == reference.pop()
         assert int(s.history.size) <= depth
-        now_diverged = reference and not bool(has_snapshot(s))
-        assert bool(s.overflow) == (flagged or bool(now_diverged))
+        now_diverged = reference and not bool(has_snapshot(s.history))
+        assert bool(s.game.overflow) == (flagged or bool(now_diverged))
         flagged = flagged or bool(now_diverged)
     assert int(s.history.size) + int(s.history.lost) >= len(reference)
 
@@ -99,17 +98,17 @@ def test_state_and_params_of_different_depths_are_refused():
 def test_full_state_round_trip_keeps_or_drops_the_oldest():
     s = state_from_json(_PLAYER, history_depth=6)
     for t in range(1, 6):
-        s = _push(s.replace(turn=jnp.int32(t)))
+        s = push(replace_game(s, turn=jnp.int32(t)))
     d = full_state_json(s)
     d.pop("jax")  # as Swift would send it: the plain stack, oldest first
     assert [h["turn"] for h in d["history"]] == [1, 2, 3, 4, 5]
     small = state_from_full_json(d, history_depth=3)
     assert int(small.history.size) == 3 and int(small.history.lost) == 2
     turns = []
-    while bool(has_snapshot(small)):
-        small, snap = _pop(small)
+    while bool(has_snapshot(small.history)):
+        small, snap = pop(small)
         turns.append(int(snap.turn))
-    assert turns == [5, 4, 3] and bool(small.overflow)
+    assert turns == [5, 4, 3] and bool(small.game.overflow)
     big = state_from_full_json(d, history_depth=8)
     assert _buffer_depths(big) == {8} and int(big.history.size) == 5 and int(big.history.lost) == 0
     assert [h["turn"] for h in full_state_json(big)["history"]] == [1, 2, 3, 4, 5]
@@ -118,7 +117,7 @@ def test_full_state_round_trip_keeps_or_drops_the_oldest():
 def test_jumanji_adapter_takes_the_depth():
     env = HackMatrixJumanji(history_depth=5)
     state, _ = jax.jit(env.reset)(jax.random.key(0))
-    assert _buffer_depths(state.game) == {5}
+    assert _buffer_depths(state.env_state) == {5}
     assert "history_depth=5" in repr(env)
 
 
@@ -134,14 +133,14 @@ def test_full_state_history_round_trip_with_shrinking_pools(depth):
         },
         history_depth=depth,
     )
-    s = _push(crowded.replace(turn=jnp.int32(1)))
-    empty = state_from_json(_PLAYER, history_depth=depth)
-    s = _push(
-        s.replace(turn=jnp.int32(2), enemies=empty.enemies, transmissions=empty.transmissions)
+    s = push(replace_game(crowded, turn=jnp.int32(1)))
+    empty = state_from_json(_PLAYER, history_depth=depth).game
+    s = push(
+        replace_game(s, turn=jnp.int32(2), enemies=empty.enemies, transmissions=empty.transmissions)
     )
     d = full_state_json(s)
     assert [len(h["enemies"]) for h in d["history"]] == [1, 0]
     back = state_from_full_json(d, history_depth=depth)
     assert full_state_json(back) == d
-    _, newest = _pop(back)
+    _, newest = pop(back)
     assert not bool(newest.enemies.alive.any()) and not bool(newest.transmissions.alive.any())

@@ -35,7 +35,7 @@ def test_does_not_smoke():
 
 
 def _game_state(d, key=0):
-    return State(game=state_from_json(d), key=jax.random.key(key))
+    return State(env_state=state_from_json(d), key=jax.random.key(key))
 
 
 def test_step_key_discipline_and_transition():
@@ -45,7 +45,8 @@ def test_step_key_discipline_and_transition():
     assert np.array_equal(jax.random.key_data(nxt.key), jax.random.key_data(expected_key))
     assert ts.step_type == StepType.MID and float(ts.discount) == 1.0
     assert float(ts.reward) == pytest.approx(0.04, abs=1e-6)  # interface §4.8 E1
-    assert nxt.game.player.pos.tolist() == [1, 0] and int(nxt.game.time) == 1
+    assert nxt.env_state.game.player.pos.tolist() == [1, 0] and int(nxt.env_state.time) == 1
+    assert int(nxt.env_state.history.size) == 1  # the real enemy phase's snapshot
 
 
 def test_invalid_action_terminates_with_zero_discount():
@@ -53,13 +54,13 @@ def test_invalid_action_terminates_with_zero_discount():
     nxt, ts = _step(state, jnp.int32(1))
     assert ts.step_type == StepType.LAST and float(ts.discount) == 0.0
     assert float(ts.reward) == 0.0 and bool(ts.extras["invalid_action"])
-    assert nxt.game.player.pos.tolist() == [0, 0]  # no auto-reset inside the env
+    assert nxt.env_state.game.player.pos.tolist() == [0, 0]  # no auto-reset inside the env
 
 
 @pytest.mark.slow
 def test_truncation():
     env = HackMatrixJumanji(max_steps=1)
-    state = State(game=state_from_json({"player": {"row": 0, "col": 0}}), key=jax.random.key(0))
+    state = _game_state({"player": {"row": 0, "col": 0}})
     _, ts = jax.jit(env.step)(state, jnp.int32(0))
     assert ts.step_type == StepType.LAST and float(ts.discount) == 1.0
 
@@ -74,7 +75,7 @@ def test_auto_reset_and_vmap_wrappers():
     bad = jnp.argmin(ts.observation.action_mask, axis=-1).astype(jnp.int32)
     state, ts = step(state, bad)
     assert (np.asarray(ts.step_type) == StepType.LAST).all()
-    assert (np.asarray(state.game.time) == 0).all()  # reset by the wrapper
+    assert (np.asarray(state.env_state.time) == 0).all()  # reset by the wrapper
     key = jax.random.key(2)
     for _ in range(3):
         key, sub = jax.random.split(key)

@@ -8,13 +8,8 @@ import numpy as np
 import pytest
 from builders import make_state
 from hackmatrix_env.constants import MAX_TRANSMISSIONS
-from hackmatrix_env.placement import (
-    PLACEMENT_SUCCESS,
-    hash_uniform,
-    line_of_fire_map,
-    place_transmissions,
-    rng_seed,
-)
+from hackmatrix_env.placement import PLACEMENT_SUCCESS, line_of_fire_map, place_transmissions
+from hackmatrix_env.rng import hash_uniform, rng_seed
 from scipy import stats
 
 _place = jax.jit(place_transmissions, static_argnames=("max_count",))
@@ -30,6 +25,11 @@ def _placed(out, slot):
     t = out.transmissions
     pos = np.asarray(t.pos[:, slot]).astype(int)
     return np.asarray(t.alive[:, slot]), pos[:, 0] * 6 + pos[:, 1], np.asarray(t.kind[:, slot])
+
+
+def make_game(player=(0, 0), **kwargs):
+    """The game of ``make_state(...)``: the rule functions take a ``GameState``."""
+    return make_state(player, **kwargs).game
 
 
 def _keys(n, seed=0):
@@ -111,7 +111,7 @@ def test_line_of_fire_transmissions_do_not_shield():
 
 
 def test_never_on_occupied_cells_and_exit_allowed():
-    s = make_state(
+    s = make_game(
         (0, 0),
         enemies=[("virus", (3, 3))],
         transmissions=[("daemon", (1, 4))],
@@ -137,7 +137,7 @@ def test_never_on_occupied_cells_and_exit_allowed():
 
 
 def test_flags_passed_through():
-    s = make_state((0, 0))
+    s = make_game((0, 0))
     out = _place(jax.random.key(3), s, 2, from_task=True)
     assert np.asarray(out.transmissions.from_task[:2]).all()
     assert not np.asarray(out.transmissions.from_siphon).any()
@@ -147,7 +147,7 @@ def _small_board():
     """Player (0,0); out-of-line empty cells reduced to exactly one, (5,5)."""
     blocks = [(r, c) for r in range(1, 6) for c in range(1, 6) if (r, c) != (5, 5)]
     blocks = [b for b in blocks if b not in [(1, 1)]]
-    return make_state((0, 0), blocks=[("data", b) for b in blocks], stage=1), blocks
+    return make_game((0, 0), blocks=[("data", b) for b in blocks], stage=1), blocks
 
 
 def test_distribution_matches_literal_loop():
@@ -185,7 +185,7 @@ def test_distribution_matches_literal_loop():
 def test_single_out_of_line_cell_fails_six_percent():
     # Exactly one empty out-of-line cell: the preferred search misses it w.p. (35/36)^100.
     blocks = [(r, c) for r in range(1, 6) for c in range(1, 6) if (r, c) not in [(5, 5)]]
-    s = make_state((0, 0), blocks=[("data", b) for b in blocks])
+    s = make_game((0, 0), blocks=[("data", b) for b in blocks])
     n = 40000
     out = _place_many(_keys(n, 2), s, 1)
     alive, cell, _ = _placed(out, 0)
@@ -198,7 +198,7 @@ def test_single_out_of_line_cell_fails_six_percent():
 
 def test_no_empty_cell_places_nothing():
     blocks = [(r, c) for r in range(6) for c in range(6) if (r, c) not in [(0, 0), (5, 5)]]
-    s = make_state((0, 0), blocks=[("data", b) for b in blocks], enemies=[("virus", (5, 5))])
+    s = make_game((0, 0), blocks=[("data", b) for b in blocks], enemies=[("virus", (5, 5))])
     out = _place(jax.random.key(0), s, 5)
     assert not bool(out.transmissions.alive.any()) and not bool(out.overflow)
 
@@ -211,23 +211,23 @@ def test_count_fills_board_and_overflow():
         for c in range(6)
         if (r, c) not in [(0, 0), (0, 1), (5, 5), (3, 3), (4, 4)]
     ]
-    s = make_state((0, 0), blocks=[("data", b) for b in blocks])
+    s = make_game((0, 0), blocks=[("data", b) for b in blocks])
     out = _place(jax.random.key(1), s, 6)
     t = out.transmissions
     assert int(t.alive.sum()) == 4 and t.alive.tolist()[:4] == [True] * 4
     assert sorted(map(tuple, np.asarray(t.pos[:4]).tolist())) == [(0, 1), (3, 3), (4, 4), (5, 5)]
     assert not bool(out.overflow)
     # A full pool sets the overflow flag when a placement finds a cell.
-    full = make_state((0, 0), transmissions=[("virus", (2, 2))] * MAX_TRANSMISSIONS)
+    full = make_game((0, 0), transmissions=[("virus", (2, 2))] * MAX_TRANSMISSIONS)
     out = _place(jax.random.key(2), full, 1)
     assert bool(out.overflow) and int(out.transmissions.alive.sum()) == MAX_TRANSMISSIONS
     # count beyond the static scan length with room left is flagged too.
-    out = _place(jax.random.key(2), make_state((0, 0)), 3, max_count=2)
+    out = _place(jax.random.key(2), make_game((0, 0)), 3, max_count=2)
     assert bool(out.overflow) and int(out.transmissions.alive.sum()) == 2
 
 
 def test_zero_count_is_identity():
-    s = make_state((0, 0), transmissions=[("virus", (2, 2))])
+    s = make_game((0, 0), transmissions=[("virus", (2, 2))])
     out = _place(jax.random.key(0), s, 0)
     assert all(
         np.array_equal(a, b) for a, b in zip(jax.tree.leaves(out), jax.tree.leaves(s), strict=True)
@@ -235,7 +235,7 @@ def test_zero_count_is_identity():
 
 
 def test_same_key_same_result_and_keys_differ():
-    s = make_state((2, 2))
+    s = make_game((2, 2))
     a = _place(jax.random.key(5), s, 4)
     b = _place(jax.random.key(5), s, 4)
     c = _place(jax.random.key(6), s, 4)
@@ -282,7 +282,7 @@ def test_rng_seed_accepts_every_key_kind():
 
 @pytest.mark.parametrize("max_count", [1, 8])
 def test_jit_and_vmap_agree(max_count):
-    s = make_state((1, 1), blocks=[("data", (2, 2))])
+    s = make_game((1, 1), blocks=[("data", (2, 2))])
     keys = _keys(4, 9)
     batched = jax.vmap(lambda k: place_transmissions(k, s, max_count, max_count=max_count))(keys)
     for i in range(4):

@@ -15,6 +15,7 @@ from programs_testlib import (
     enemy_field,
     player,
     prog,
+    replace_game,
     run,
     run_many_keys,
 )
@@ -82,9 +83,9 @@ def test_poly_keeps_position_stun_flags_order_and_sets_cryptog_hint():
             ("daemon", (0, 1), 3, {"isFromScheduledTask": True}),
         ],
     )
-    e = s.enemies
-    s = s.replace(
-        enemies=e.replace(last_known=e.last_known.at[0].set(jnp.asarray([0, 0], jnp.int8)))
+    e = s.game.enemies
+    s = replace_game(
+        s, enemies=e.replace(last_known=e.last_known.at[0].set(jnp.asarray([0, 0], jnp.int8)))
     )
     out, _, kinds, _ = _poly_outcomes(s)
     assert np.all(np.asarray(out.enemies.pos)[:, 0] == [3, 4])
@@ -157,12 +158,12 @@ def test_hack_without_enemy_on_siphoned_cell_only_pays():
     s = _st("hack", enemies=[("virus", (0, 0))])
     sip = np.zeros((6, 6), bool)
     sip[3, 3] = True
-    s = s.replace(grid=s.grid.replace(siphoned=jnp.asarray(sip)))
+    s = replace_game(s, grid=s.game.grid.replace(siphoned=jnp.asarray(sip)))
     out, kills, _ = run(s, "hack")
     assert kills == 0
     assert enemies(out) == [("virus", (0, 0), 2)] and enemy_field(out, "stunned") == [False]
     assert player(out)["credits"] == 7 and player(out)["energy"] == 7
-    assert bool(out.grid.siphoned[3, 3])
+    assert bool(out.game.grid.siphoned[3, 3])
 
 
 def test_hack_hits_every_siphoned_cell():
@@ -172,14 +173,14 @@ def test_hack_hits_every_siphoned_cell():
         enemies=[("virus", (3, 3), 1), ("daemon", (4, 4), 3), ("glitch", (0, 0), 2)],
         blocks=[("data", (4, 4), 2, {"siphoned": True})],
     )
-    sip = np.asarray(s.grid.siphoned).copy()
+    sip = np.asarray(s.game.grid.siphoned).copy()
     sip[3, 3] = True  # an empty siphoned cell
-    s = s.replace(grid=s.grid.replace(siphoned=jnp.asarray(sip)))
+    s = replace_game(s, grid=s.game.grid.replace(siphoned=jnp.asarray(sip)))
     out, kills, _ = run(s, "hack")
     assert kills == 1
     assert enemies(out) == [("daemon", (4, 4), 2), ("glitch", (0, 0), 2)]
     assert enemy_field(out, "stunned") == [True, False]
-    assert int(out.grid.content[4, 4]) == 1  # HACK never touches blocks
+    assert int(out.game.grid.content[4, 4]) == 1  # HACK never touches blocks
 
 
 def test_anti_v_fixed_one_damage():

@@ -14,6 +14,7 @@ from programs_testlib import (
     enemies,
     player,
     prog,
+    replace_game,
     run,
     run_many_keys,
     transmissions,
@@ -60,7 +61,7 @@ def test_crash_erases_and_counts_once_per_cell():
     assert kills == 2 and not exit_reached
     assert enemies(out) == [("cryptog", (2, 2), 2), ("virus", (0, 0), 2)]
     assert transmissions(out) == [("glitch", (4, 2), 1)]
-    g = jax.device_get(out.grid)
+    g = jax.device_get(out.game.grid)
     assert g.content[1, 1] == Content.EMPTY and g.siphoned[1, 1]  # siphoned block destroyed
     assert g.content[3, 2] == Content.EMPTY
     assert g.resource_kind[3, 2] == Resource.CREDITS and g.resource_amount[3, 2] == 2
@@ -69,7 +70,7 @@ def test_crash_erases_and_counts_once_per_cell():
     assert g.content[5, 5] == Content.EXIT
     assert player(out)["credits"] == 0 and player(out)["energy"] == 0
     assert player(out)["score"] == 0  # destroying a block gives nothing
-    assert int(out.pending_siphon_spawns) == 0
+    assert int(out.game.pending_siphon_spawns) == 0
     assert_pools_canonical(out)
 
 
@@ -87,8 +88,8 @@ def test_crash_stack_decided_by_first_in_list():
     s = make_state(
         (2, 2), credits=3, energy=2, owned=["crash"], transmissions=[("virus", (1, 1))] * 2
     )
-    t = s.transmissions
-    s = s.replace(transmissions=t.replace(from_task=t.from_task.at[0].set(True)))
+    t = s.game.transmissions
+    s = replace_game(s, transmissions=t.replace(from_task=t.from_task.at[0].set(True)))
     out, kills, _ = run(s, "crash")
     assert kills == 0 and transmissions(out) == []
 
@@ -159,7 +160,7 @@ def test_warp_exit_by_coordinate_not_content():
     _, _, exit_reached = run(s, "warp")
     assert exit_reached
     # Move the exit coordinate away (cross-stage UNDO quirk): content no longer matters.
-    _, _, exit_reached = run(s.replace(exit_pos=jnp.asarray([0, 5], jnp.int8)), "warp")
+    _, _, exit_reached = run(replace_game(s, exit_pos=jnp.asarray([0, 5], jnp.int8)), "warp")
     assert not exit_reached
 
 
@@ -181,4 +182,4 @@ def test_warp_onto_block():
     s = _warp_state(enemies=[("glitch", (2, 2))], blocks=[("data", (2, 2))])
     out, kills, _ = run(s, "warp")
     assert player(out)["pos"] == (2, 2) and kills == 1
-    assert int(out.grid.content[2, 2]) == Content.BLOCK
+    assert int(out.game.grid.content[2, 2]) == Content.BLOCK

@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 from hackmatrix_env.constants import MAX_ENEMIES, MAX_TRANSMISSIONS
 from hackmatrix_env.programs import _compact_enemies, _compact_transmissions, _uniform_below
-from hackmatrix_env.types import blank_state
+from hackmatrix_env.types import blank_game
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -54,7 +54,7 @@ cell = st.tuples(st.integers(0, 5), st.integers(0, 5))
 def test_enemy_compaction_matches_list_filter(data, n_alive):
     kind, pos, hp, dis, stun, lk, ft, fs, keep = (list(x) for x in zip(*data, strict=True))
     alive = np.arange(MAX_ENEMIES) < n_alive
-    e = blank_state().enemies.replace(
+    e = blank_game().enemies.replace(
         kind=jnp.asarray(kind, jnp.int8),
         pos=jnp.asarray(pos, jnp.int8),
         hp=jnp.asarray(hp, jnp.int8),
@@ -97,7 +97,7 @@ def test_enemy_compaction_matches_list_filter(data, n_alive):
 )
 def test_transmission_compaction_matches_list_filter(data):
     pos, cd, kind, ft, fs, keep = (list(x) for x in zip(*data, strict=True))
-    t = blank_state().transmissions.replace(
+    t = blank_game().transmissions.replace(
         pos=jnp.asarray(pos, jnp.int8),
         countdown=jnp.asarray(cd, jnp.int8),
         kind=jnp.asarray(kind, jnp.int8),
@@ -136,22 +136,25 @@ def _scenario_states():
 
 
 def test_vmap_matches_single_calls_and_jit_matches_eager():
+    from hackmatrix_env.history import take_snapshot
     from hackmatrix_env.programs import run_program
     from programs_testlib import trees_equal
 
-    states = _scenario_states()
+    games = [s.game for s in _scenario_states()]
+    snaps = [take_snapshot(g) for g in games]  # read by UNDO only, not among these
     progs = [0, 3, 4, 2, 16, 7]  # PUSH, WARP, POLY, CRASH, D_BOM, ROW
     single = jax.jit(run_program)
     batched = jax.jit(jax.vmap(run_program))
+    stacked = jax.tree.map(lambda *x: jnp.stack(x), *games)
+    stacked_snaps = jax.tree.map(lambda *x: jnp.stack(x), *snaps)
     for p in progs:
-        keys = jax.random.split(jax.random.key(p), len(states))
-        stacked = jax.tree.map(lambda *x: jnp.stack(x), *states)
-        out_b = batched(keys, stacked, jnp.full(len(states), p, jnp.int32))
-        for i, s in enumerate(states):
-            out_s = single(keys[i], s, jnp.int32(p))
+        keys = jax.random.split(jax.random.key(p), len(games))
+        out_b = batched(keys, stacked, jnp.full(len(games), p, jnp.int32), stacked_snaps)
+        for i, g in enumerate(games):
+            out_s = single(keys[i], g, jnp.int32(p), snaps[i])
             assert trees_equal(jax.tree.map(lambda x, i=i: x[i], out_b), out_s), (p, i)
-    # jit vs eager on one state and the random programs.
+    # jit vs eager on one game and the random programs.
     for p in (3, 4):
         with jax.disable_jit():
-            eager = run_program(jax.random.key(5), states[0], jnp.int32(p))
-        assert trees_equal(eager, single(jax.random.key(5), states[0], jnp.int32(p)))
+            eager = run_program(jax.random.key(5), games[0], jnp.int32(p), snaps[0])
+        assert trees_equal(eager, single(jax.random.key(5), games[0], jnp.int32(p), snaps[0]))

@@ -7,8 +7,7 @@ import numpy as np
 import pytest
 from builders import make_state
 from hackmatrix_env.constants import PROGRAM_COST, PROGRAM_NAMES, PROGRAM_SPAWN
-from hackmatrix_env.history import push_snapshot
-from programs_testlib import mask, valid
+from programs_testlib import mask, push, replace_game, valid
 
 # The catalogue of programs.md §2, typed in from the spec: name, C, E, block spawn.
 SPEC_TABLE = [
@@ -31,14 +30,14 @@ COST = {name: (c, e) for name, c, e, _ in SPEC_TABLE}
 
 
 def _with_history(state):
-    return push_snapshot(state)
+    return push(state)
 
 
 def _siphoned(state, cells):
     sip = np.zeros((6, 6), bool)
     for r, c in cells:
         sip[r, c] = True
-    return state.replace(grid=state.grid.replace(siphoned=jnp.asarray(sip)))
+    return replace_game(state, grid=state.game.grid.replace(siphoned=jnp.asarray(sip)))
 
 
 def _state(name, *, credits=None, energy=None, owned=True, post=None, **kw):
@@ -128,9 +127,9 @@ def test_ownership_comes_from_owned_list_prefix():
     m = mask(s)
     assert m["wait"] and m["siph+"] and not m["step"]
     # An entry past num_owned does not count.
-    s2 = s.replace(owned_list=s.owned_list.at[2].set(10))  # STEP's index, not listed
+    s2 = replace_game(s, owned_list=s.game.owned_list.at[2].set(10))  # STEP's index, not listed
     assert not mask(s2)["step"]
-    assert mask(s2.replace(num_owned=jnp.int8(3)))["step"]
+    assert mask(replace_game(s2, num_owned=jnp.int8(3)))["step"]
 
 
 def test_undo_needs_history():
@@ -138,15 +137,16 @@ def test_undo_needs_history():
     assert not valid(s, "undo")
     s = _with_history(s)
     assert valid(s, "undo")
-    assert not valid(s.replace(player=s.player.replace(credits=jnp.int32(0))), "undo")
+    broke = replace_game(s, player=s.game.player.replace(credits=jnp.int32(0)))
+    assert not valid(broke, "undo")
     assert not valid(_with_history(_state("undo", owned=False)), "undo")
 
 
 def test_atk_plus_uses_not_attack():
     s = _state("atk+", attack=17)
     assert valid(s, "atk+")  # no cap on A
-    assert valid(s.replace(atk_uses=jnp.int8(1)), "atk+")
-    assert not valid(s.replace(atk_uses=jnp.int8(2)), "atk+")
+    assert valid(replace_game(s, atk_uses=jnp.int8(1)), "atk+")
+    assert not valid(replace_game(s, atk_uses=jnp.int8(2)), "atk+")
     assert not valid(_state("atk+", credits=3), "atk+")
     assert not valid(_state("atk+", energy=3), "atk+")
 

@@ -9,6 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 from builders import make_state
 from hackmatrix_env.constants import MAX_ENEMIES
+from hackmatrix_env.history import peek_snapshot
 from hackmatrix_env.programs import run_program
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -110,7 +111,9 @@ def literal_resolve(pp, ens, pull):
     return out
 
 
-_BASE = make_state((0, 0), energy=2, owned=["push", "pull"])
+_BASE_STATE = make_state((0, 0), energy=2, owned=["push", "pull"])
+_BASE = _BASE_STATE.game
+_NO_UNDO = peek_snapshot(_BASE_STATE.history)  # read by UNDO only
 
 
 @jax.jit
@@ -119,7 +122,7 @@ def _run_positions(pp, epos, alive, prog_idx):
         pos=epos.astype(jnp.int8), alive=alive, hp=jnp.where(alive, 2, 0).astype(jnp.int8)
     )
     s = _BASE.replace(player=_BASE.player.replace(pos=pp.astype(jnp.int8)), enemies=e)
-    out, _, _ = run_program(jax.random.key(0), s, prog_idx)
+    out, _, _ = run_program(jax.random.key(0), s, prog_idx, _NO_UNDO)
     return out.enemies.pos
 
 

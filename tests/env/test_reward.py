@@ -1,6 +1,7 @@
 """reward.py: the 15 components (interface §4), checked on the spec's worked examples.
 
-Every expected total comes from interface §4.8; the step runs through game.step_game.
+Every expected total comes from interface §4.8; the step runs through transition.advance
+(game.step_game and the UNDO ring).
 """
 
 from __future__ import annotations
@@ -11,14 +12,14 @@ import pytest
 from builders import E2_SUBOPTIMAL_SIPHON, make_state
 from hackmatrix_env import reward
 from hackmatrix_env.constants import Action
-from hackmatrix_env.types import StepEvents, blank_state
+from hackmatrix_env.types import StepEvents, blank_game
 from reward_testlib import IDX, check_reward, step
 
 
 def test_e1_plain_move():
     after, ev, bd, total = step(make_state((0, 0)), Action.UP)
     check_reward(bd, total, {"step_penalty": -0.01, "distance_shaping": 0.05}, 0.04)
-    assert int(ev.dist_before) == 10 and int(after.turn) == 1
+    assert int(ev.dist_before) == 10 and int(after.game.turn) == 1
 
 
 def test_e2_suboptimal_siphon():
@@ -32,17 +33,17 @@ def test_e2_suboptimal_siphon():
     }
     check_reward(bd, total, expected, 2.09)
     # The 4 owed transmissions were placed at the end of the enemy turn.
-    assert int(after.turn) == 1 and int(after.pending_siphon_spawns) == 0
-    assert int(jnp.sum(after.transmissions.alive)) == 4
-    assert bool(jnp.all(after.transmissions.from_siphon[:4]))
-    assert int(after.task_interval) == 11 and int(after.next_task_turn) == 17
+    assert int(after.game.turn) == 1 and int(after.game.pending_siphon_spawns) == 0
+    assert int(jnp.sum(after.game.transmissions.alive)) == 4
+    assert bool(jnp.all(after.game.transmissions.from_siphon[:4]))
+    assert int(after.game.task_interval) == 11 and int(after.game.next_task_turn) == 17
 
 
 def test_e3_long_range_kill():
     s = make_state((3, 3), credits=5, enemies=[("virus", (5, 3), 1)], owned=[16])
     after, _ev, bd, total = step(s, Action.UP)
     check_reward(bd, total, {"step_penalty": -0.01, "kills": 0.3}, 0.29)
-    assert int(after.turn) == 1
+    assert int(after.game.turn) == 1
 
 
 def test_e4_death_to_siphon_enemy_stage3():
@@ -66,7 +67,7 @@ def test_e4_death_to_siphon_enemy_stage3():
         "siphon_death_penalty": -10.0,
     }
     check_reward(bd, total, expected, -12.56)
-    assert bool(ev.died_to_siphon_enemy) and int(after.player.hp) == 0
+    assert bool(ev.died_to_siphon_enemy) and int(after.game.player.hp) == 0
 
 
 def test_e5a_stage_completion():
@@ -81,7 +82,11 @@ def test_e5a_stage_completion():
     }
     check_reward(bd, total, expected, 3.19)
     assert bool(ev.exit_reached) and not bool(ev.victory) and not bool(ev.enemy_phase_ran)
-    assert int(after.stage) == 3 and int(after.task_interval) == 10 and int(after.turn) == 0
+    assert (
+        int(after.game.stage) == 3
+        and int(after.game.task_interval) == 10
+        and int(after.game.turn) == 0
+    )
 
 
 def test_e5b_victory():
@@ -94,8 +99,8 @@ def test_e5b_victory():
         "victory": 1500.0,
     }
     check_reward(bd, total, expected, 1564.04)
-    assert bool(ev.victory) and int(after.stage) == 8
-    assert tuple(int(v) for v in after.player.pos) == (5, 5)
+    assert bool(ev.victory) and int(after.game.stage) == 8
+    assert tuple(int(v) for v in after.game.player.pos) == (5, 5)
 
 
 def test_invalid_action_all_zero():
@@ -112,7 +117,7 @@ def test_invalid_action_all_zero():
 def test_death_penalty_table(stage, penalty):
     # interface §4.4; stage 1 is encoded as -0.0
     assert float(reward.DEATH_PENALTY[stage]) == penalty
-    before = blank_state().replace(stage=jnp.int8(stage))
+    before = blank_game().replace(stage=jnp.int8(stage))
     after = before.replace(player=before.player.replace(hp=jnp.int8(0)))
     ev = _events()
     bd = reward.reward_breakdown(before, after, ev)
@@ -141,6 +146,7 @@ def _events(**kw):
         siphon_missed_energy=jnp.int32(0),
         reset_wasteful=jnp.bool_(False),
         dist_before=jnp.int32(0),
+        undone=jnp.bool_(False),
     )
     base.update(kw)
     return StepEvents(**base)
@@ -148,7 +154,7 @@ def _events(**kw):
 
 def test_distance_no_path_quirks():
     # reachable -> unreachable: Δ = D0 - 0 > 0 gives a positive reward (interface §4.5)
-    s = make_state((0, 0))
+    s = make_state((0, 0)).game
     walled = s.grid.replace(content=s.grid.content.at[4, 5].set(1).at[5, 4].set(1))
     after = s.replace(grid=walled)
     bd = reward.reward_breakdown(s, after, _events(dist_before=jnp.int32(10)))

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from builders import E2_SUBOPTIMAL_SIPHON, make_state, scenario
 from hackmatrix_env.constants import MAX_ENEMIES, MAX_TRANSMISSIONS, BlockKind, Content, Resource
+from hackmatrix_env.history import push_snapshot, take_snapshot
 from hackmatrix_env.scenario import (
     full_state_json,
     observation_from_json,
@@ -18,6 +19,11 @@ from hackmatrix_env.scenario import (
     state_from_json,
     state_to_json,
 )
+
+
+def make_game(player=(0, 0), **kwargs):
+    """The game of ``make_state(...)`` (``EnvState.game``)."""
+    return make_state(player, **kwargs).game
 
 
 def _trees_equal(a, b) -> bool:
@@ -32,7 +38,8 @@ def _trees_equal(a, b) -> bool:
 
 
 def test_fresh_game_defaults():
-    s = state_from_json({"player": {"row": 1, "col": 4}})
+    env = state_from_json({"player": {"row": 1, "col": 4}})
+    s = env.game
     assert s.player.pos.tolist() == [1, 4]
     assert int(s.player.hp) == 3 and int(s.player.attack) == 1
     assert int(s.player.credits) == int(s.player.energy) == int(s.player.siphons) == 0
@@ -40,7 +47,7 @@ def test_fresh_game_defaults():
     assert int(s.task_interval) == 12 and int(s.next_task_turn) == 12
     assert int(s.pending_siphon_spawns) == 0
     assert not bool(s.show_flag | s.calm_flag | s.step_flag)
-    assert int(s.history.size) == 0 and int(s.num_owned) == 0
+    assert int(env.history.size) == 0 and int(env.time) == 0 and int(s.num_owned) == 0
     assert not bool(s.enemies.alive.any()) and not bool(s.transmissions.alive.any())
     # Exit forced at (5,5); no other content, no resources.
     content = np.asarray(s.grid.content)
@@ -50,13 +57,13 @@ def test_fresh_game_defaults():
 
 
 def test_stage_and_turn_keep_interval_12():
-    s = state_from_json({"player": {"row": 0, "col": 0}, "stage": 5, "turn": 11})
+    s = state_from_json({"player": {"row": 0, "col": 0}, "stage": 5, "turn": 11}).game
     assert int(s.stage) == 5 and int(s.turn) == 11
     assert int(s.task_interval) == 12 and int(s.next_task_turn) == 12
 
 
 def test_block_defaults():
-    s = make_state(
+    s = make_game(
         blocks=[("data", (1, 1)), ("data", (1, 2), 7), ("program", (2, 2), "ATK+")],
     )
     g = s.grid
@@ -72,21 +79,21 @@ def test_block_defaults():
     "alias,idx", [("siphplus", 11), ("D_BOMB", 16), ("anti_v", 18), ("atk_plus", 21)]
 )
 def test_program_aliases(alias, idx):
-    s = make_state(blocks=[("program", (1, 1), alias)])
+    s = make_game(blocks=[("program", (1, 1), alias)])
     assert int(s.grid.block_program[1, 1]) == idx
 
 
 def test_program_action_index_ignored_lenient():
     d = scenario(blocks=[{"row": 1, "col": 1, "type": "program", "programType": "wait",
                           "programActionIndex": 27}])  # fmt: skip
-    s = state_from_json(d, strict=False)
+    s = state_from_json(d, strict=False).game
     assert int(s.grid.block_program[1, 1]) == 5
     with pytest.raises(ValueError, match=r"blocks\[0\]\.programActionIndex"):
         state_from_json(d)
 
 
 def test_siphoned_block_keeps_spawn():
-    s = make_state(blocks=[("data", (1, 1), 4, {"siphoned": True, "spawnCount": 3})])
+    s = make_game(blocks=[("data", (1, 1), 4, {"siphoned": True, "spawnCount": 3})])
     assert bool(s.grid.siphoned[1, 1]) and int(s.grid.block_spawn[1, 1]) == 3
 
 
@@ -98,8 +105,7 @@ def test_resource_precedence_lenient():
             {"row": 3, "col": 3, "credits": 0, "energy": 3},
         ]
     )
-    s = state_from_json(d, strict=False)
-    g = s.grid
+    g = state_from_json(d, strict=False).game.grid
     assert int(g.content[1, 1]) == Content.DATA_SIPHON and int(g.resource_amount[1, 1]) == 0
     assert int(g.resource_kind[2, 2]) == Resource.CREDITS and int(g.resource_amount[2, 2]) == 2
     assert int(g.resource_kind[3, 3]) == Resource.ENERGY and int(g.resource_amount[3, 3]) == 3
@@ -108,7 +114,7 @@ def test_resource_precedence_lenient():
 
 
 def test_siphon_pickup_with_credits_two_entries():
-    s = make_state(resources=[("siphon", (1, 1)), ("credits", (1, 1), 2)])
+    s = make_game(resources=[("siphon", (1, 1)), ("credits", (1, 1), 2)])
     assert int(s.grid.content[1, 1]) == Content.DATA_SIPHON
     assert int(s.grid.resource_kind[1, 1]) == Resource.CREDITS
 
@@ -117,27 +123,26 @@ def test_exit_overwrites_but_keeps_resources_and_siphoned():
     d = scenario(
         blocks=[("data", (5, 5), 3, {"siphoned": True})], resources=[("energy", (5, 5), 2)]
     )
-    s = state_from_json(d, strict=False)
-    g = s.grid
+    g = state_from_json(d, strict=False).game.grid
     assert int(g.content[5, 5]) == Content.EXIT
     assert bool(g.siphoned[5, 5]) and int(g.resource_amount[5, 5]) == 2
     assert int(g.block_points[5, 5]) == 0 and int(g.block_spawn[5, 5]) == 0
     with pytest.raises(ValueError, match=r"blocks\[0\].*exit"):
         state_from_json(d)
     pickup = scenario(resources=[("siphon", (5, 5))])
-    assert int(state_from_json(pickup, strict=False).grid.content[5, 5]) == Content.EXIT
+    assert int(state_from_json(pickup, strict=False).game.grid.content[5, 5]) == Content.EXIT
 
 
 def test_data_siphon_replaces_block_lenient():
     d = scenario(blocks=[("data", (2, 2))], resources=[("siphon", (2, 2))])
-    s = state_from_json(d, strict=False)
+    s = state_from_json(d, strict=False).game
     assert int(s.grid.content[2, 2]) == Content.DATA_SIPHON and int(s.grid.block_spawn[2, 2]) == 0
     with pytest.raises(ValueError, match=r"resources\[0\]\.dataSiphon"):
         state_from_json(d)
 
 
 def test_enemies_and_transmissions():
-    s = make_state(
+    s = make_game(
         (0, 0),
         enemies=[
             ("Cryptog", (3, 4), 1, {"stunned": True, "spawnedFromSiphon": True}),
@@ -161,7 +166,7 @@ def test_enemies_and_transmissions():
 def test_owned_programs_order_and_duplicates():
     d = scenario(owned=[16, 5, 16])
     d["ownedPrograms"].append(3)
-    s = state_from_json(d, strict=False)
+    s = state_from_json(d, strict=False).game
     assert int(s.num_owned) == 3 and s.owned_list.tolist()[:4] == [11, 0, 11, -1]
     with pytest.raises(ValueError, match=r"ownedPrograms\[3\]"):
         state_from_json(d)
@@ -170,19 +175,19 @@ def test_owned_programs_order_and_duplicates():
 @pytest.mark.parametrize("hp", [-1, 4, 99])
 def test_player_hp_out_of_range(hp):
     d = scenario(hp=hp)
-    assert int(state_from_json(d, strict=False).player.hp) == 3
+    assert int(state_from_json(d, strict=False).game.player.hp) == 3
     with pytest.raises(ValueError, match=r"player\.hp"):
         state_from_json(d)
 
 
 def test_player_hp_zero_is_kept():
-    assert int(make_state(hp=0).player.hp) == 0
+    assert int(make_game(hp=0).player.hp) == 0
 
 
 def test_unknown_enemy_type_skipped_lenient():
     d = scenario(enemies=[("virus", (1, 1)), {"type": "foo", "row": 2, "col": 2, "hp": 1},
                           ("glitch", (3, 3))])  # fmt: skip
-    s = state_from_json(d, strict=False)
+    s = state_from_json(d, strict=False).game
     assert s.enemies.alive.tolist()[:3] == [True, True, False]
     assert s.enemies.kind.tolist()[:2] == [0, 2]
     with pytest.raises(ValueError, match=r"enemies\[1\]\.type: unknown enemy type 'foo'"):
@@ -191,7 +196,7 @@ def test_unknown_enemy_type_skipped_lenient():
 
 def test_unknown_transmission_type_skipped_lenient():
     d = scenario(transmissions=[("bar", (1, 1))])
-    assert not bool(state_from_json(d, strict=False).transmissions.alive.any())
+    assert not bool(state_from_json(d, strict=False).game.transmissions.alive.any())
     with pytest.raises(ValueError, match=r"transmissions\[0\]\.enemyType"):
         state_from_json(d)
 
@@ -200,7 +205,7 @@ def test_block_off_board_and_unknown_type_lenient():
     d = scenario(
         blocks=[("data", (6, 0)), {"row": 1, "col": 1, "type": "question", "siphoned": True}]
     )
-    s = state_from_json(d, strict=False)
+    s = state_from_json(d, strict=False).game
     assert int((np.asarray(s.grid.content) == Content.BLOCK).sum()) == 0
     assert bool(s.grid.siphoned[1, 1])  # siphoned applies independently of the type
     with pytest.raises(ValueError, match=r"blocks\[0\]\.row/col"):
@@ -211,7 +216,7 @@ def test_block_off_board_and_unknown_type_lenient():
 
 def test_two_blocks_one_cell():
     d = scenario(blocks=[("data", (2, 2), 3), ("program", (2, 2), "push")])
-    s = state_from_json(d, strict=False)
+    s = state_from_json(d, strict=False).game
     assert int(s.grid.block_kind[2, 2]) == BlockKind.PROGRAM and int(s.grid.block_points[2, 2]) == 0
     with pytest.raises(ValueError, match=r"blocks\[1\]: cell \(2, 2\) already holds blocks\[0\]"):
         state_from_json(d)
@@ -378,8 +383,8 @@ def test_resources_under_blocks_hidden_until_siphoned():
 
 def test_question_block_hides_fields():
     s = make_state(blocks=[("data", (1, 1), 7)])
-    g = s.grid.replace(block_question=s.grid.block_question.at[1, 1].set(True))
-    o = observation_json(s.replace(grid=g))
+    g = s.game.grid.replace(block_question=s.game.grid.block_question.at[1, 1].set(True))
+    o = observation_json(s.replace(game=s.game.replace(grid=g)))
     assert _cell(o, 1, 1)["block"] == {"blockType": "question", "isSiphoned": False}
 
 
@@ -426,10 +431,13 @@ def test_state_to_json_round_trip():
 
 def test_state_to_json_rejects_inexpressible():
     s = make_state()
+    g = s.game
     with pytest.raises(ValueError, match="pending siphon spawns"):
-        state_to_json(s.replace(pending_siphon_spawns=s.pending_siphon_spawns + 2))
+        state_to_json(s.replace(game=g.replace(pending_siphon_spawns=g.pending_siphon_spawns + 2)))
     with pytest.raises(ValueError, match="exit_pos"):
-        state_to_json(s.replace(exit_pos=s.exit_pos.at[1].set(0)))
+        state_to_json(s.replace(game=g.replace(exit_pos=g.exit_pos.at[1].set(0))))
+    with pytest.raises(ValueError, match="UNDO history"):
+        state_to_json(_pushed(s))
 
 
 def _live_snapshots(s):
@@ -438,9 +446,12 @@ def _live_snapshots(s):
     return [jax.tree.map(lambda x, k=k: x[(top - size + k) % 16], h.snapshots) for k in range(size)]
 
 
-def test_full_state_round_trip():
-    from hackmatrix_env.history import push_snapshot
+def _pushed(s):
+    """``s`` with its game pushed onto its UNDO ring (as after a real enemy phase)."""
+    return s.replace(history=push_snapshot(s.history, take_snapshot(s.game)))
 
+
+def test_full_state_round_trip():
     s = make_state(
         (1, 1),
         enemies=[("glitch", (2, 2)), ("cryptog", (0, 4), 1, {"stunned": True})],
@@ -449,17 +460,16 @@ def test_full_state_round_trip():
         resources=[("credits", (0, 0), 3), ("siphon", (0, 5))],
         owned=[5, 7],
     )
-    s = push_snapshot(s)
-    g = s.grid
-    s = s.replace(
-        pending_siphon_spawns=s.pending_siphon_spawns + 9,
-        step_flag=~s.step_flag,
-        time=s.time + 4,
+    s = _pushed(s)
+    game, g = s.game, s.game.grid
+    game = game.replace(
+        pending_siphon_spawns=game.pending_siphon_spawns + 9,
+        step_flag=~game.step_flag,
         grid=g.replace(block_question=g.block_question.at[4, 4].set(True), center=g.center.at[2, 2].set(True)),
-        enemies=s.enemies.replace(disabled=s.enemies.disabled.at[0].set(1),
-                                  last_known=s.enemies.last_known.at[1].set(jax.numpy.int8(3))),
+        enemies=game.enemies.replace(disabled=game.enemies.disabled.at[0].set(1),
+                                     last_known=game.enemies.last_known.at[1].set(jax.numpy.int8(3))),
     )  # fmt: skip
-    s = push_snapshot(s)
+    s = _pushed(s.replace(game=game, time=s.time + 4))
     d = json.loads(json.dumps(full_state_json(s)))
     assert d["historyDepth"] == 2 and len(d["history"]) == 2
     assert d["cells"][4][4]["block"] == {

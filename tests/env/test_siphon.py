@@ -12,6 +12,11 @@ _apply = jax.jit(siphon.apply_siphon)
 _quality = jax.jit(siphon.siphon_quality)
 
 
+def make_game(player=(0, 0), **kwargs):
+    """The game of ``make_state(...)``: the rule functions take a ``GameState``."""
+    return make_state(player, **kwargs).game
+
+
 def _owned(s):
     return [int(x) for x in s.owned_list[: int(s.num_owned)]]
 
@@ -19,7 +24,7 @@ def _owned(s):
 def test_rules_worked_example():
     # rules §5: player (2,2) on credits x2; data p=7 at (3,2); program X (spawn 4, not owned)
     # at (2,1); energy x1 at (1,2); (2,3) already siphoned.
-    s = make_state(
+    s = make_game(
         (2, 2),
         siphons=1,
         blocks=[
@@ -48,7 +53,7 @@ def test_rules_worked_example():
 
 
 def test_owned_program_still_spawns_and_interval_floor():
-    s = make_state((0, 0), siphons=2, blocks=[("program", (1, 0), "wait")], owned=["wait"])
+    s = make_game((0, 0), siphons=2, blocks=[("program", (1, 0), "wait")], owned=["wait"])
     s = s.replace(task_interval=s.task_interval * 0 + 4)
     out = _apply(s)
     assert _owned(out) == [Program.WAIT]  # no duplicate
@@ -58,7 +63,7 @@ def test_owned_program_still_spawns_and_interval_floor():
 
 
 def test_question_block_revealed():
-    s = make_state((0, 0), siphons=1, blocks=[("data", (0, 1), 6)])
+    s = make_game((0, 0), siphons=1, blocks=[("data", (0, 1), 6)])
     g = s.grid
     s = s.replace(grid=g.replace(block_question=g.block_question.at[0, 1].set(True)))
     out = _apply(s)
@@ -67,23 +72,23 @@ def test_question_block_revealed():
 
 def test_e2_quality():
     # interface §4.8 E2: missedCredits = 1, missedEnergy = 1
-    s = make_state(**E2_SUBOPTIMAL_SIPHON)
+    s = make_game(**E2_SUBOPTIMAL_SIPHON)
     mc, me = _quality(s)
     assert (int(mc), int(me)) == (1, 1)
 
 
 def test_quality_ties_and_no_candidates_better():
     # Only equal alternatives: never "better".
-    s = make_state((2, 2), siphons=1, resources=[("credits", (2, 1), 2), ("credits", (4, 4), 2)])
+    s = make_game((2, 2), siphons=1, resources=[("credits", (2, 1), 2), ("credits", (4, 4), 2)])
     assert tuple(int(v) for v in _quality(s)) == (0, 0)
     # Nothing valued at P: every non-block cell is a candidate; (4,4) has more credits.
-    s = make_state((2, 2), siphons=1, resources=[("credits", (2, 1), 1), ("credits", (4, 4), 3)])
+    s = make_game((2, 2), siphons=1, resources=[("credits", (2, 1), 1), ("credits", (4, 4), 3)])
     assert tuple(int(v) for v in _quality(s)) == (2, 0)
 
 
 def test_quality_max_taken_independently():
     # P yields (1 c, 1 e); one spot gives (3 c, 1 e), another (1 c, 4 e): missed (2, 3).
-    s = make_state(
+    s = make_game(
         (0, 0),
         siphons=1,
         resources=[
@@ -101,7 +106,7 @@ def test_quality_max_taken_independently():
 def test_quality_owned_program_block_restricts_candidates():
     # V* = [5] from (3,2); B also holds an owned program block at (2,1), so candidates must
     # cover both. Without that restriction (4,2) (V = [5], 3 credits) would dominate.
-    s = make_state(
+    s = make_game(
         (2, 2),
         siphons=1,
         owned=["wait"],

@@ -14,9 +14,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from builders import make_state
-from hackmatrix_env import stage
+from hackmatrix_env import game, stage
 from hackmatrix_env.constants import PROGRAM_SPAWN, Content, Resource
-from hackmatrix_env.history import push_snapshot
 from hackmatrix_env.types import EnvParams
 from scipy import stats
 
@@ -26,6 +25,17 @@ CORNERS = [(0, 0), (0, 5), (5, 0), (5, 5)]
 
 def _np(tree):
     return jax.tree.map(np.asarray, tree)
+
+
+def make_game(player=(0, 0), **kwargs):
+    """The game of ``make_state(...)``: the rule functions take a ``GameState``."""
+    return make_state(player, **kwargs).game
+
+
+def _trees_equal(a, b) -> bool:
+    return all(
+        np.array_equal(x, y) for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True)
+    )
 
 
 _reset_batch = jax.jit(jax.vmap(stage.reset_game, in_axes=(0, None)))
@@ -159,7 +169,7 @@ def test_reset_globals(resets):
     assert (s.pending_siphon_spawns == 0).all() and not s.step_flag.any()
     assert not (s.show_flag | s.calm_flag).any() and (s.atk_uses == 0).all()
     assert (s.player.hp == 3).all() and (s.player.attack == 1).all() and (s.player.score == 0).all()
-    assert (s.num_owned == 0).all() and (s.history.size == 0).all()
+    assert (s.num_owned == 0).all()
     assert not s.enemies.alive.any() and not s.overflow.any()
 
 
@@ -284,8 +294,7 @@ def test_curriculum_start_stage(start):
 
 def test_generation_avoids_entities_and_keeps_them():
     enemies = [("virus", (2, c)) for c in range(6)] + [("daemon", (3, 1)), ("glitch", (0, 0))]
-    s = make_state((5, 5), enemies=enemies, transmissions=[("cryptog", (4, 2), 3)], stage=2)
-    s = push_snapshot(s)
+    s = make_game((5, 5), enemies=enemies, transmissions=[("cryptog", (4, 2), 3)], stage=2)
     keys = jax.random.split(jax.random.key(5), 200)
     out = _np(jax.jit(jax.vmap(lambda k: stage.generate_stage(k, s)))(keys))
     blocks = out.grid.content == Content.BLOCK
@@ -294,58 +303,53 @@ def test_generation_avoids_entities_and_keeps_them():
     assert (out.enemies.pos == np.asarray(s.enemies.pos)).all()
     assert (out.transmissions.alive.sum(1) == 3).all()  # the old one + 2 stage transmissions
     assert (out.transmissions.countdown[:, 0] == 3).all()
-    assert (out.history.size == 1).all()
     assert (out.player.pos == [5, 5]).all()
 
 
 # --------------------------------------------------------------------------- completion (§9.2)
 
-_complete = jax.jit(stage.complete_stage)
+_complete = jax.jit(game.complete_stage)
+REACHED = jnp.bool_(True)
 
 
 def test_complete_stage_advances():
-    s = make_state(
+    s = make_game(
         (5, 5), hp=1, credits=7, stage=3, enemies=[("virus", (1, 1), 1, {"stunned": True})]
     )
     s = s.replace(show_flag=jnp.bool_(True), calm_flag=jnp.bool_(True), turn=jnp.int32(9))
-    s = push_snapshot(s)
-    out = _complete(jax.random.key(0), s)
+    out = _complete(jax.random.key(0), s, REACHED)
     assert int(out.player.hp) == 2 and int(out.stage) == 4
     assert int(out.task_interval) == 9 and int(out.next_task_turn) == 9 and int(out.turn) == 0
     assert not bool(out.show_flag | out.calm_flag | out.step_flag)
     assert int(out.player.credits) == 7 and out.player.pos.tolist() == [5, 5]
     assert bool(out.enemies.stunned[0]) and int(out.enemies.alive.sum()) == 1  # carried over
     assert int(out.transmissions.alive.sum()) == 4  # stage 4 places 4
-    assert int(out.history.size) == 1
     assert tuple(out.exit_pos.tolist()) in [(0, 0), (0, 5), (5, 0)]
 
 
 def test_complete_stage_hp_capped():
-    out = _complete(jax.random.key(1), make_state((5, 5), hp=3, stage=1))
+    out = _complete(jax.random.key(1), make_game((5, 5), hp=3, stage=1), REACHED)
     assert int(out.player.hp) == 3 and int(out.stage) == 2
 
 
 def test_victory_changes_nothing_else():
-    s = make_state((5, 5), hp=2, stage=8, blocks=[("data", (2, 2))])
-    out = _complete(jax.random.key(2), s)
+    s = make_game((5, 5), hp=2, stage=8, blocks=[("data", (2, 2))])
+    out = _complete(jax.random.key(2), s, REACHED)
     assert int(out.player.hp) == 3 and int(out.stage) == 8
     rest_in = jax.tree.leaves(s.replace(player=s.player.replace(hp=jnp.int8(3))))
     assert all(np.array_equal(a, b) for a, b in zip(jax.tree.leaves(out), rest_in, strict=True))
 
 
-def test_complete_stage_needed_matches_dense():
-    s = make_state((5, 5), hp=1, stage=3, enemies=[("virus", (1, 1))])
+def test_complete_stage_batched_equals_unbatched():
+    """Under ``vmap`` (the new stage generated sparsely, for the rows on the exit only) every
+    row equals the unbatched completion; a row that did not reach the exit is unchanged."""
+    s = make_game((5, 5), hp=1, stage=3, enemies=[("virus", (1, 1))])
     batch = jax.tree.map(lambda x: jnp.stack([x] * 8), s)
     keys = jax.random.split(jax.random.key(3), 8)
-    needed = jnp.array([1, 0, 0, 1, 0, 0, 0, 0], bool)
-    sparse = jax.jit(jax.vmap(stage.complete_stage))(keys, batch, needed)
-    dense = jax.jit(jax.vmap(lambda k, s: stage.complete_stage(k, s)))(keys, batch)
-    for i in (0, 3):
-        row = lambda t, i=i: jax.tree.map(lambda x: x[i], t)  # noqa: E731
-        assert all(
-            np.array_equal(a, b)
-            for a, b in zip(jax.tree.leaves(row(sparse)), jax.tree.leaves(row(dense)), strict=True)
-        )
-    assert (
-        int(sparse.stage[1]) == 3 and int(sparse.player.hp[1]) == 2
-    )  # not generated, not advanced
+    reached = jnp.array([1, 0, 0, 1, 0, 0, 0, 0], bool)
+    batched = jax.jit(jax.vmap(game.complete_stage))(keys, batch, reached)
+    for i in range(8):
+        row = jax.tree.map(lambda x, i=i: x[i], batched)
+        assert _trees_equal(row, _complete(keys[i], s, reached[i]))
+    assert int(batched.stage[0]) == 4 and int(batched.player.hp[0]) == 2
+    assert _trees_equal(jax.tree.map(lambda x: x[1], batched), s)  # not reached: unchanged

@@ -38,8 +38,8 @@ def every_kind_state():
             ("credits", (3, 4), 2),
         ],
     )  # fmt: skip
-    g, e = s.grid, s.enemies
-    return s.replace(
+    g, e = s.game.grid, s.game.enemies
+    game = s.game.replace(
         grid=g.replace(
             block_question=g.block_question.at[0, 3].set(True),
             center=g.center.at[1, 4].set(True),
@@ -47,6 +47,7 @@ def every_kind_state():
         ),
         enemies=e.replace(disabled=e.disabled.at[3].set(1)),
     )
+    return s.replace(game=game)
 
 
 def items_of(sc, kind):
@@ -60,8 +61,9 @@ def items_of(sc, kind):
 
 
 def test_scene_shows_every_entity_kind_of_the_state():
-    s = every_kind_state()
-    sc = viewer.scene(s, last_action=7)
+    state = every_kind_state()
+    sc = viewer.scene(state, last_action=7)
+    s = state.game
     assert {it["kind"] for row in sc["cells"] for cell in row for it in cell} == set(
         viewer.ITEM_KINDS
     )
@@ -107,10 +109,11 @@ def test_scene_shows_every_entity_kind_of_the_state():
 
 def test_show_reveals_every_cryptog_and_leaves_no_hint():
     s = every_kind_state()
-    sc = viewer.scene(s.replace(show_flag=np.bool_(True)))
+    shown = s.replace(game=s.game.replace(show_flag=np.bool_(True)))
+    sc = viewer.scene(shown)
     assert not any(it["hidden"] for _, _, it in items_of(sc, "enemy"))
     assert items_of(sc, "cryptog_hint") == []
-    assert viewer.scene(s.replace(show_flag=np.bool_(True)))["hud"]["flags"] == ["show"]
+    assert sc["hud"]["flags"] == ["show"]
 
 
 def random_scenario(rng: np.random.Generator) -> dict:
@@ -145,8 +148,9 @@ def test_scene_agrees_with_the_observation_json(seed):
     """Differential: what the agent sees (interface §5.4) is what the viewer draws unfaded."""
     rng = np.random.default_rng(seed)
     s = state_from_json(random_scenario(rng))
-    g = s.grid
-    s = s.replace(grid=g.replace(siphoned=np.asarray(g.siphoned) | (rng.random((6, 6)) < 0.2)))
+    g = s.game.grid
+    siphoned = np.asarray(g.siphoned) | (rng.random((6, 6)) < 0.2)
+    s = s.replace(game=s.game.replace(grid=g.replace(siphoned=siphoned)))
     sc, obs = viewer.scene(s), observation_json(s)
     hints = set()
     for r in range(6):
@@ -202,7 +206,7 @@ def test_env_render_hooks_and_rgb_array(tmp_path):
     s = every_kind_state()
     fig, ax = HackMatrix().render(s, None)
     assert viewer.drawn_items(fig) and ax in fig.axes
-    jstate = State(game=s, key=np.zeros(2, np.uint32))
+    jstate = State(env_state=s, key=np.zeros(2, np.uint32))
     image = HackMatrixJumanji().render(jstate, save_path=tmp_path / "board.png")
     assert image.dtype == np.uint8 and image.ndim == 3 and image.shape[2] == 3
     assert image.std() > 0 and (tmp_path / "board.png").stat().st_size > 0
@@ -215,7 +219,7 @@ def test_animate_writes_a_gif_with_one_frame_per_state(tmp_path):
 
     a = every_kind_state()
     b = make_state((3, 3), enemies=[("virus", (3, 5))])
-    states = [State(game=x, key=np.zeros(2, np.uint32)) for x in (a, b, a)]
+    states = [State(env_state=x, key=np.zeros(2, np.uint32)) for x in (a, b, a)]
     path = tmp_path / "anim.gif"
     HackMatrixJumanji().animate(states, interval=100, save_path=path)
     with Image.open(path) as im:

@@ -46,7 +46,7 @@ def test_undo_across_a_stage_change_is_counted_as_a_quirk_completion():
     # is stage 2's -> RIGHT onto the old exit cell completes stage 2
     acc, restored, end = _play(start, [RIGHT, RIGHT, UNDO, RIGHT])
     assert restored == [False, False, False, True]
-    assert int(end.stage) == 3
+    assert int(end.game.stage) == 3
     assert int(acc["exit_completions"][0]) == 1
     assert int(acc["quirk_completions"][0]) == 1
     assert int(acc["stage"][0]) == 3
@@ -59,7 +59,7 @@ def test_ordinary_exits_are_not_quirk_completions():
     start = make_state((5, 3), stage=1)
     acc, restored, end = _play(start, [RIGHT, RIGHT])
     assert restored == [False, False]
-    assert int(end.stage) == 2
+    assert int(end.game.stage) == 2
     assert (int(acc["exit_completions"][0]), int(acc["quirk_completions"][0])) == (1, 0)
 
 

@@ -48,7 +48,7 @@ def test_frames_follow_the_recorded_states(recorded):
             assert sum(f["breakdown"]) == pytest.approx(f["reward"], abs=1e-4)
             assert [p for _, p in f["probs"]] == sorted((p for _, p in f["probs"]), reverse=True)
         last = ep.states[-1]
-        assert (ep.end == "died") == (int(last.player.hp) == 0)
+        assert (ep.end == "died") == (int(last.game.player.hp) == 0)
         assert (ep.end == "time limit") == (int(last.time) == MAX_STEPS)
 
 
@@ -207,7 +207,7 @@ def test_the_board_drawn_at_a_step_is_the_state(page, recorded, episode, step):
     ep = recorded[episode]
     step = step % len(ep.frames)
     page.execute_script("pick(arguments[0]); go(arguments[1]);", episode, step)
-    s = ep.states[step]
+    s = ep.states[step].game
     items = drawn_cells(page)
     by = lambda kind: [i for i in items if i["kind"] == kind]  # noqa: E731
     (player,) = by("player")

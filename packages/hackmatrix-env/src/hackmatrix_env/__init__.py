@@ -21,17 +21,25 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # static tools see the real names
     from hackmatrix_env.env import HackMatrix
     from hackmatrix_env.observation import flatten_observation
-    from hackmatrix_env.types import EnvParams, EnvState, Observation
+    from hackmatrix_env.types import EnvParams, EnvState, GameState, Observation
 
 _EXPORTS = {
     "HackMatrix": "hackmatrix_env.env",
     "flatten_observation": "hackmatrix_env.observation",
     "EnvParams": "hackmatrix_env.types",
     "EnvState": "hackmatrix_env.types",
+    "GameState": "hackmatrix_env.types",
     "Observation": "hackmatrix_env.types",
 }
 
-__all__ = ["EnvParams", "EnvState", "HackMatrix", "Observation", "flatten_observation"]
+__all__ = [
+    "EnvParams",
+    "EnvState",
+    "GameState",
+    "HackMatrix",
+    "Observation",
+    "flatten_observation",
+]
 
 
 def __getattr__(name: str):

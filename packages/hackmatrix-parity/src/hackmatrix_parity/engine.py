@@ -449,7 +449,7 @@ class Engine:
                     lane.hidden.advance(
                         jax_side.transmission_entries(post),
                         jax_side.history_counters(post),
-                        bool(post.show_flag),
+                        bool(post.game.show_flag),
                     )
                 lane.prev = sw
                 limit = len(lane.script) if lane.script is not None else self.cfg.steps
