@@ -6,7 +6,14 @@ import argparse
 
 import pytest
 from hackmatrix_train.cli import build_parser, config_from_args, parse_count
-from hackmatrix_train.config import MIN_EPOCHS, TARGET_MINIBATCH, TrainConfig, plan, validate
+from hackmatrix_train.config import (
+    MIN_EPOCHS,
+    REMOVED_FIELDS,
+    TARGET_MINIBATCH,
+    TrainConfig,
+    plan,
+    validate,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -180,9 +187,6 @@ def test_plan_minibatch_near_target(envs, steps, devices):
         ({"total_timesteps": 10}, "smaller than one batch"),
         ({"network": "cnn"}, "--network"),
         ({"num_envs": 0}, "--num-envs"),
-        ({"start_stage": 9}, "--start-stage"),
-        ({"start_stage": 3, "start_stage_max": 2}, "--start-stage-max"),
-        ({"start_stage_max": 9}, "--start-stage-max"),
     ],
 )
 def test_validate_errors(kw, msg):
@@ -195,6 +199,44 @@ def test_config_dict_roundtrip():
     assert TrainConfig.from_dict(cfg.to_dict()) == cfg
     with pytest.raises(ValueError, match="unknown config keys"):
         TrainConfig.from_dict({"bogus": 1})
+
+
+# A config saved before the start-stage and start-kit curricula were removed, all "off".
+OLD_CURRICULUM_KEYS = {
+    "start_stage": 1, "start_stage_max": None, "kit_siphons": 0, "kit_credits": 0,
+    "kit_energy": 0, "kit_programs": 0, "kit_prob": 1.0, "kit_pool": None,
+}  # fmt: skip
+
+
+def test_a_saved_config_with_the_removed_curriculum_keys_still_loads(recwarn):
+    assert REMOVED_FIELDS == OLD_CURRICULUM_KEYS
+    cfg = plan(TrainConfig(num_envs=64, network="grid"))
+    assert TrainConfig.from_dict({**cfg.to_dict(), **OLD_CURRICULUM_KEYS}) == cfg
+    assert not recwarn.list  # the curricula were off: nothing changes, nothing to say
+
+
+@pytest.mark.parametrize(
+    "used",
+    [{"start_stage_max": 4}, {"start_stage": 3}, {"kit_siphons": 3, "kit_prob": 0.5},
+     {"kit_programs": 1, "kit_pool": "undo"}],
+)  # fmt: skip
+def test_a_saved_curriculum_setting_is_ignored_with_a_warning_naming_it(used):
+    cfg = TrainConfig(seed=3)
+    saved = {**cfg.to_dict(), **OLD_CURRICULUM_KEYS, **used}
+    with pytest.warns(UserWarning, match="ignoring removed training-curriculum") as caught:
+        assert TrainConfig.from_dict(saved) == cfg
+    (warning,) = caught
+    for name, value in used.items():
+        assert f"{name}={value!r}" in str(warning.message)
+
+
+@pytest.mark.parametrize(
+    "flag", ["--start-stage", "--start-stage-max", "--kit-siphons", "--kit-prob", "--kit-pool"]
+)
+def test_hm_train_no_longer_takes_the_curriculum_flags(flag, capsys):
+    with pytest.raises(SystemExit):
+        build_parser().parse_args([flag, "1"])
+    assert "unrecognized arguments" in capsys.readouterr().err
 
 
 def test_hm_train_defaults_are_the_default_preset_and_reference_is_plain_ppo():

@@ -1,6 +1,6 @@
 """``stats/history_overflow_frac``: episodes whose UNDO ring ran dry while Swift's would not.
 
-A uniform policy that owns UNDO from the start (start kit) overflows a 1-deep ring within a
+A uniform policy that owns UNDO from the start of every game overflows a 1-deep ring within a
 few turns (two enemy phases, then one UNDO empties a ring that dropped a snapshot). A ring as
 deep as the step limit can never overflow, however often UNDO is pressed: at most one snapshot
 is pushed per env step, so nothing is ever dropped (specs/programs.md §5).
@@ -11,14 +11,46 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import pytest
-from hackmatrix_env import EnvParams
+from hackmatrix_env import EnvParams, HackMatrix
 from hackmatrix_env.constants import FIRST_PROGRAM, NUM_REWARD_COMPONENTS, PROGRAM_NAMES
 from hackmatrix_train.rollout import collect_rollout, init_episode_acc
-from hackmatrix_train.startkit import StartKit
 
 NUM_ENVS, NUM_STEPS, MAX_STEPS = 16, 96, 40
-UNDO_ACTION = FIRST_PROGRAM + PROGRAM_NAMES.index("undo")
-ENV = StartKit(credits=50, programs=1, pool=("undo",))
+UNDO_IDX = PROGRAM_NAMES.index("undo")
+UNDO_ACTION = FIRST_PROGRAM + UNDO_IDX
+
+
+def _owning_undo(state):
+    """A fresh game whose player owns UNDO and 50 more credits to run it."""
+    player = state.player.replace(credits=state.player.credits + 50)
+    owned = state.owned_list.at[0].set(UNDO_IDX)
+    return state.replace(player=player, owned_list=owned, num_owned=jnp.ones_like(state.num_owned))
+
+
+def _where(pred, on_true, on_false):
+    return jax.tree.map(lambda a, b: jnp.where(pred, a, b), on_true, on_false)
+
+
+class OwnsUndo:
+    """HackMatrix whose every fresh game (reset and step's auto-reset) starts ``_owning_undo``."""
+
+    def __init__(self):
+        self.env = HackMatrix()
+
+    def reset(self, key, params):
+        _, state = self.env.reset(key, params)
+        state = _owning_undo(state)
+        return self.env.get_obs(state, params), state
+
+    def step(self, key, state, action, params):
+        obs, state, reward, terminated, truncated, info = self.env.step(key, state, action, params)
+        done = terminated | truncated
+        state = _where(done, _owning_undo(state), state)
+        obs = _where(done, self.env.get_obs(state, params), obs)
+        return obs, state, reward, terminated, truncated, info
+
+
+ENV = OwnsUndo()
 
 
 def _uniform(params, obs):

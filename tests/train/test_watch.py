@@ -88,8 +88,11 @@ def test_bad_action_logs_get_a_clear_error(recorded, tmp_path, edit, message):
         E.read_action_log(path)
 
 
-def write_params_export(path, cfg: TrainConfig):
-    """A params export as ``save_checkpoint`` writes it, of a freshly initialised network."""
+def write_params_export(path, cfg: TrainConfig, saved_config: dict | None = None):
+    """A params export as ``save_checkpoint`` writes it, of a freshly initialised network.
+
+    ``saved_config`` replaces ``cfg.to_dict()`` as the config recorded in the export.
+    """
     obs, _ = jax.eval_shape(HackMatrix().reset, jax.random.key(0), PARAMS)
     net = make_network(cfg.network, 28, cfg.hidden_dim, cfg.num_layers)
     one = jax.tree.map(lambda s: np.zeros((1, *s.shape), s.dtype), obs)
@@ -97,7 +100,8 @@ def write_params_export(path, cfg: TrainConfig):
     blob = serialization.msgpack_serialize(ckpt.flatten_state(params))
     path.mkdir(parents=True, exist_ok=True)
     (path / "params.msgpack").write_bytes(blob)
-    meta = {"format": ckpt.PARAMS_FORMAT, "update": 3, "config": cfg.to_dict()}
+    config = cfg.to_dict() if saved_config is None else saved_config
+    meta = {"format": ckpt.PARAMS_FORMAT, "update": 3, "config": config}
     meta["sha256"] = hashlib.sha256(blob).hexdigest()
     (path / "params.json").write_text(json.dumps(meta))
     return path / "params.msgpack"
@@ -110,14 +114,21 @@ def replay_json(html_path) -> dict:
 
 
 def test_eval_replay_shows_the_episodes_hm_eval_scores(tmp_path):
-    """Differential: hm-eval's summary and its --replay come from the same episodes."""
+    """Differential: hm-eval's summary and its --replay come from the same episodes.
+
+    The export was saved with a start-kit curriculum the trainer no longer has: it loads
+    with a warning, and ``--start-stage 3`` starts the evaluation there.
+    """
     cfg = TrainConfig(hidden_dim=16, num_layers=1, max_steps_in_episode=MAX_STEPS, no_wandb=True)
-    params = write_params_export(tmp_path / "run", cfg)
+    old = {**cfg.to_dict(), "start_stage": 1, "kit_siphons": 3, "kit_prob": 0.5}
+    params = write_params_export(tmp_path / "run", cfg, old)
     out, summary = tmp_path / "eval.html", tmp_path / "eval.json"
-    argv = [str(params), "--episodes", "1", "--seed", str(SEED), "--greedy",
+    argv = [str(params), "--episodes", "1", "--seed", str(SEED), "--greedy", "--start-stage", "3",
             "--json", str(summary), "--replay", str(out), "--no-compile-cache"]  # fmt: skip
-    assert eval_main(argv) == 0
+    with pytest.warns(UserWarning, match="kit_siphons=3, kit_prob=0.5"):
+        assert eval_main(argv) == 0
     s = json.loads(summary.read_text())
+    assert s["start_stage"] == 3 and min(int(k) for k in s["stage_distribution"]) >= 3
     eps = [e["summary"] for e in replay_json(out)["episodes"]]
     assert len(eps) == 1
     returns = np.array([e["return"] for e in eps])
@@ -131,9 +142,10 @@ def test_eval_replay_shows_the_episodes_hm_eval_scores(tmp_path):
     assert all(f["value"] is not None for f in frames[1:])  # a network has a value head
     # hm-watch with the same checkpoint, seed and count plays the same episode
     watched = tmp_path / "watch.html"
-    argv = [str(params), "--episodes", "1", "--seed", str(SEED), "--out", str(watched),
-            "--no-compile-cache"]  # fmt: skip
-    assert watch_main(argv) == 0
+    argv = [str(params), "--episodes", "1", "--seed", str(SEED), "--start-stage", "3",
+            "--out", str(watched), "--no-compile-cache"]  # fmt: skip
+    with pytest.warns(UserWarning, match="ignoring removed training-curriculum"):
+        assert watch_main(argv) == 0
     assert replay_json(watched)["episodes"] == replay_json(out)["episodes"]
 
 
@@ -164,15 +176,17 @@ def test_hm_watch_random_policy_and_its_log(tmp_path):
     assert shown["summary"]["length"] == len(logged["actions"]) >= 1
 
 
-def test_hm_watch_bad_arguments_get_a_message(tmp_path, capsys):
+def test_hm_watch_and_hm_eval_bad_arguments_get_a_message(tmp_path, capsys):
     out = str(tmp_path / "r.html")
     assert watch_main(["--out", out]) == 2  # no policy
     assert watch_main(["--random", "--episodes", "0", "--out", out]) == 2
     assert watch_main(["--random", "--start-stage", "9", "--out", out]) == 2
     assert watch_main(["--actions", str(tmp_path / "missing.json"), "--out", out]) == 2
     assert watch_main([str(tmp_path / "no-such-run"), "--out", out]) == 2
+    assert eval_main([str(tmp_path / "no-such-run"), "--start-stage", "0"]) == 2
     err = capsys.readouterr().err
-    assert err.count("error:") == 5 and "Traceback" not in err
+    assert err.count("error:") == 6 and "Traceback" not in err
+    assert err.count("--start-stage must be in 1..8") == 2
 
 
 # --------------------------------------------------------------------------- the browser

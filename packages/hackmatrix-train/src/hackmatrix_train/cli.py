@@ -98,24 +98,11 @@ def build_parser() -> argparse.ArgumentParser:
     add("--hidden-dim")
     add("--num-layers")
     add("--max-steps-in-episode", help="truncation limit (EnvParams)")
-    add("--start-stage", help="curriculum: episodes start at this stage (EnvParams)")
-    add(
-        "--start-stage-max",
-        type=int,
-        help="curriculum: each episode starts at a stage drawn uniformly from "
-        "--start-stage..this (training only; evaluation uses --start-stage)",
-    )
     add(
         "--history-depth",
         help="UNDO snapshots kept (EnvParams.history_depth); raise it for UNDO-heavy "
         "policies, see stats/history_overflow_frac",
     )
-    add("--kit-siphons", help="start kit (training resets only): extra data siphons")
-    add("--kit-credits", help="start kit: extra credits")
-    add("--kit-energy", help="start kit: extra energy")
-    add("--kit-programs", help="start kit: this many distinct random programs owned")
-    add("--kit-prob", help="start kit: fraction of training resets that get the kit")
-    add("--kit-pool", help="start kit: comma-separated program names to draw from (e.g. undo)")
     add("--log-interval", help="updates per jitted chunk / log line")
     add("--no-wandb", action="store_true", help="disable wandb")
     add("--project", help="wandb project")
@@ -168,12 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def default_run_name(cfg: TrainConfig) -> str:
-    name = cfg.run_name or (
-        f"ppo-{cfg.network}-{cfg.num_envs}x{cfg.num_steps}-s{cfg.seed}"
-        + (f"-stage{cfg.start_stage}" if cfg.start_stage != 1 else "")
-        + (f"-to{cfg.start_stage_max}" if cfg.start_stage_max is not None else "")
-        + ("-kit" if cfg.has_kit else "")
-    )
+    name = cfg.run_name or f"ppo-{cfg.network}-{cfg.num_envs}x{cfg.num_steps}-s{cfg.seed}"
     return name + (f"-{cfg.run_suffix}" if cfg.run_suffix else "")
 
 
@@ -368,16 +350,15 @@ def final_evaluation(trainer, params, cfg: TrainConfig, run_dir: Path, out=print
     """Greedy episodes from stage 1 with a fixed key: printed, written to ``eval_final.json``.
 
     Every run ends with this evaluation (``--final-eval-episodes``, ``--final-eval-seed``), so
-    runs compare on the canonical return of the real game: no curriculum, no start kit, no
-    shaping (the trainer's extra loss terms never enter an evaluation).
+    runs compare on the canonical return of the real game: stage 1, no shaping (the trainer's
+    extra loss terms never enter an evaluation).
     """
     import jax
 
     from hackmatrix_train.evaluate import evaluate_params, format_table
 
-    env = getattr(trainer.env, "unwrapped", trainer.env)  # curriculum/kit wrappers train only
-    env_params = trainer.env_params
-    if hasattr(env_params, "start_stage"):
+    env, env_params = trainer.env, trainer.env_params
+    if hasattr(env_params, "start_stage"):  # an injected EnvParams may start elsewhere
         env_params = env_params.replace(start_stage=1)
     out(f"final evaluation: {cfg.final_eval_episodes} greedy episodes from stage 1 ...")
     summary = evaluate_params(
@@ -435,7 +416,9 @@ def build_eval_parser() -> argparse.ArgumentParser:
     mode.add_argument("--sampled", dest="greedy", action="store_false")
     p.add_argument("--random", action="store_true", help="ignore the params: uniform masked policy")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--start-stage", type=int, default=None, help="override the run's start stage")
+    p.add_argument(
+        "--start-stage", type=int, default=1, help="evaluate from this stage (1 = the real game)"
+    )
     p.add_argument("--max-steps-in-episode", type=int, default=None)
     p.add_argument("--json", default=None, help="write the summary JSON here ('-' = stdout)")
     p.add_argument("--replay", default=None, help="write an HTML replay of the episodes here")
@@ -444,10 +427,10 @@ def build_eval_parser() -> argparse.ArgumentParser:
 
 
 def evaluate_checkpoint(
-    path, episodes=100, greedy=True, seed=0, start_stage=None, max_steps=None, random=False,
+    path, episodes=100, greedy=True, seed=0, start_stage=1, max_steps=None, random=False,
     env=None, env_params=None, wrap_network=None,
 ) -> dict:  # fmt: skip
-    """Evaluate a saved policy (or the random masked policy); returns the summary dict.
+    """Evaluate a saved policy (or the random masked policy) from ``start_stage``; the summary.
 
     ``wrap_network(net) -> net`` lets diagnostics alter the loaded policy (e.g. shift logits,
     ``benchmarks/siphon_bias.py``); the parameters are loaded into the unwrapped network's shapes.
@@ -457,13 +440,13 @@ def evaluate_checkpoint(
     from hackmatrix_train import checkpoint as ckpt
     from hackmatrix_train.evaluate import make_evaluate, summarize
     from hackmatrix_train.network import make_network
+    from hackmatrix_train.watch import check_env_args
 
     if episodes < 1:
         raise ValueError("--episodes must be >= 1")
+    check_env_args(start_stage, max_steps)
     flat, meta = ckpt.load_params(path)
     cfg = TrainConfig.from_dict(meta["config"])
-    if start_stage is not None:
-        cfg = cfg.replace(start_stage=start_stage)
     if max_steps is not None:
         cfg = cfg.replace(max_steps_in_episode=max_steps)
     program_names = ()
@@ -474,7 +457,7 @@ def evaluate_checkpoint(
         env, program_names = HackMatrix(), PROGRAM_NAMES
         env_params = EnvParams(
             max_steps_in_episode=cfg.max_steps_in_episode,
-            start_stage=cfg.start_stage,
+            start_stage=start_stage,
             history_depth=cfg.history_depth,
         )
     elif env_params is None:
@@ -497,7 +480,7 @@ def evaluate_checkpoint(
     summary["checkpoint"] = str(path)
     summary["update"] = meta.get("update")
     summary["env_steps"] = meta.get("env_steps")
-    summary["start_stage"] = cfg.start_stage
+    summary["start_stage"] = start_stage
     return summary
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import warnings
 from dataclasses import dataclass, field
 
 from hackmatrix_env.constants import HISTORY_DEPTH
@@ -40,6 +41,21 @@ PRESETS: dict[str, dict] = {
     "reference": {},
 }
 DEFAULT_PRESET = "default"
+
+# Fields of earlier configs, with the value that meant "off": the start-stage and start-kit
+# training curricula, dropped for measuring no benefit (docs/experiments.md). Checkpoints
+# saved before still carry them; ``TrainConfig.from_dict`` drops them (with a warning when
+# the run used one) so those checkpoints still load, evaluate and resume on the bare game.
+REMOVED_FIELDS: dict[str, object] = {
+    "start_stage": 1,
+    "start_stage_max": None,
+    "kit_siphons": 0,
+    "kit_credits": 0,
+    "kit_energy": 0,
+    "kit_programs": 0,
+    "kit_prob": 1.0,
+    "kit_pool": None,
+}
 
 
 @dataclass(frozen=True)
@@ -82,16 +98,7 @@ class TrainConfig:
     num_layers: int = 2
     # env
     max_steps_in_episode: int = 1000
-    start_stage: int = 1
-    start_stage_max: int | None = None  # curriculum: resets start uniformly in start..max
     history_depth: int = HISTORY_DEPTH  # UNDO ring size (EnvParams.history_depth, static)
-    # start-kit curriculum (training resets only, startkit.py): extra stock with prob kit_prob
-    kit_siphons: int = 0
-    kit_credits: int = 0
-    kit_energy: int = 0
-    kit_programs: int = 0
-    kit_prob: float = 1.0
-    kit_pool: str | None = None  # comma-separated program names the kit programs come from
     # logging / checkpoints
     log_interval: int = 10  # updates per jitted chunk; log after each chunk
     no_wandb: bool = False
@@ -125,12 +132,6 @@ class TrainConfig:
         return self.batch_size // self.num_minibatches
 
     @property
-    def has_kit(self) -> bool:
-        """Training resets get a start kit (startkit.py)."""
-        kit = (self.kit_siphons, self.kit_credits, self.kit_energy, self.kit_programs)
-        return any(kit) and self.kit_prob > 0
-
-    @property
     def num_updates(self) -> int:
         return self.total_timesteps // self.batch_size
 
@@ -144,13 +145,33 @@ class TrainConfig:
 
     @classmethod
     def from_dict(cls, d: dict) -> TrainConfig:
+        """The config of a saved dict; ``REMOVED_FIELDS`` are dropped, other unknown keys refused."""
         names = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(d) - names)
+        unknown = sorted(set(d) - names - set(REMOVED_FIELDS))
         if unknown:
             raise ValueError(f"unknown config keys: {unknown}")
-        d = dict(d)
+        d = drop_removed_fields(d)
         d["notes"] = tuple(d.get("notes", ()))
         return cls(**d)
+
+
+def drop_removed_fields(d: dict) -> dict:
+    """``d`` without ``REMOVED_FIELDS``; warns when one held a setting other than "off".
+
+    A run that trained with a removed curriculum still loads: it evaluates, and resumes, on
+    the bare game from stage 1, which the warning says.
+    """
+    used = {k: d[k] for k in REMOVED_FIELDS if k in d and d[k] != REMOVED_FIELDS[k]}
+    if used:
+        settings = ", ".join(f"{k}={v!r}" for k, v in used.items())
+        warnings.warn(
+            f"ignoring removed training-curriculum settings of a saved config ({settings}): "
+            "the trainer no longer has start-stage or start-kit curricula, so the run "
+            "evaluates and resumes on the bare game from stage 1",
+            UserWarning,
+            stacklevel=3,
+        )
+    return {k: v for k, v in d.items() if k not in REMOVED_FIELDS}
 
 
 def validate(cfg: TrainConfig, num_devices: int = 1) -> None:
@@ -202,24 +223,8 @@ def validate(cfg: TrainConfig, num_devices: int = 1) -> None:
         raise ValueError(f"--explore-coef must be >= 0, got {cfg.explore_coef}")
     if cfg.explore_floor_end is not None and cfg.explore_floor == 0:
         raise ValueError("--explore-floor-end needs --explore-floor > 0 (the start value)")
-    if not 1 <= cfg.start_stage <= 8:
-        raise ValueError("--start-stage must be in 1..8")
     if cfg.history_depth < 1:
         raise ValueError(f"--history-depth must be >= 1, got {cfg.history_depth}")
-    for name in ("kit_siphons", "kit_credits", "kit_energy", "kit_programs"):
-        if getattr(cfg, name) < 0:
-            raise ValueError(f"--{name.replace('_', '-')} must be >= 0, got {getattr(cfg, name)}")
-    if cfg.kit_programs > 23:
-        raise ValueError(
-            f"--kit-programs must be <= 23 (programs in the game), got {cfg.kit_programs}"
-        )
-    if not 0.0 <= cfg.kit_prob <= 1.0:
-        raise ValueError(f"--kit-prob must lie in [0, 1], got {cfg.kit_prob}")
-    if cfg.start_stage_max is not None and not cfg.start_stage <= cfg.start_stage_max <= 8:
-        raise ValueError(
-            f"--start-stage-max must be in --start-stage ({cfg.start_stage})..8, "
-            f"got {cfg.start_stage_max}"
-        )
 
 
 def apply_preset(

@@ -27,7 +27,7 @@ CURVE_KEYS = (
     "train/explained_variance", "train/ent_coef", "train/explore_floor", "train/floor_loss",
 )  # fmt: skip
 # Periodic evaluation (--eval-every): the sampled policy on whole episodes of the real game
-# (stage 1, no curriculum), unbiased by the short-episode skew of training returns.
+# (stage 1), unbiased by the short-episode skew of training returns.
 EVAL_KEYS = ("return_mean", "stage_mean", "stage_3plus_frac", "siphons_per_episode",
              "programs_per_episode", "length_mean")  # fmt: skip
 # summary.json: "<sampled|greedy>_<name>" aggregates the final evaluations' <key> over seeds.
@@ -253,10 +253,8 @@ def main(argv=None) -> int:
         f"{jax.devices()[0].device_kind})"
     )
     max_steps = int(trainer.env_params.max_steps_in_episode)
-    # A curriculum run (--start-stage-max) trains on wrapped resets; evaluate on the bare env at
-    # stage 1: the protocol of hm-train's end-of-run evaluation.
-    eval_env = getattr(trainer.env, "unwrapped", trainer.env)
-    eval_params = trainer.env_params.replace(start_stage=1)
+    # the training env at stage 1: the protocol of hm-train's end-of-run evaluation
+    eval_env, eval_params = trainer.env, trainer.env_params
     ev_sampled = make_evaluate(
         eval_env, eval_params, trainer.network.apply, args.episodes, max_steps, False
     )

@@ -19,7 +19,6 @@ from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from hackmatrix_train.config import TrainConfig, validate
-from hackmatrix_train.curriculum import StageCurriculum
 from hackmatrix_train.network import make_network
 from hackmatrix_train.ppo import RunnerState, make_optimizer, make_update
 from hackmatrix_train.rollout import NUM_ACTION_KINDS, init_episode_acc
@@ -217,22 +216,10 @@ def make_train(cfg: TrainConfig, env=None, env_params=None, devices=None) -> Tra
         from hackmatrix_env import EnvParams, HackMatrix
 
         env = HackMatrix()
-        if cfg.has_kit:
-            from hackmatrix_train.startkit import StartKit
-
-            pool = None if cfg.kit_pool is None else tuple(cfg.kit_pool.split(","))
-            env = StartKit(
-                cfg.kit_siphons, cfg.kit_credits, cfg.kit_energy, cfg.kit_programs, cfg.kit_prob,
-                pool,
-            )  # fmt: skip
         if env_params is None:
             env_params = EnvParams(
-                max_steps_in_episode=cfg.max_steps_in_episode,
-                start_stage=cfg.start_stage,
-                history_depth=cfg.history_depth,
+                max_steps_in_episode=cfg.max_steps_in_episode, history_depth=cfg.history_depth
             )
-        if cfg.start_stage_max is not None:
-            env = StageCurriculum(env, cfg.start_stage_max)
     if env_params is None:
         env_params = env.default_params
     return Trainer(cfg, env, env_params, devices)

@@ -24,7 +24,7 @@ from hackmatrix_train import compile_cache
 EVAL_REPLAY_EPISODES = 20  # hm-eval --replay keeps the page small: the first 20 episodes
 
 
-def load_policy(path, start_stage=None, max_steps=None):
+def load_policy(path, start_stage=1, max_steps=None):
     """``(apply_fn, params, env_params, meta)`` of a checkpoint, as ``hm-eval`` loads it."""
     import jax
     from hackmatrix_env import EnvParams, HackMatrix
@@ -37,7 +37,7 @@ def load_policy(path, start_stage=None, max_steps=None):
     cfg = TrainConfig.from_dict(meta["config"])
     env_params = EnvParams(
         max_steps_in_episode=cfg.max_steps_in_episode if max_steps is None else max_steps,
-        start_stage=cfg.start_stage if start_stage is None else start_stage,
+        start_stage=start_stage,
         history_depth=cfg.history_depth,
     )
     obs, _ = jax.eval_shape(HackMatrix().reset, jax.random.key(0), env_params)
@@ -48,8 +48,9 @@ def load_policy(path, start_stage=None, max_steps=None):
     return net.apply, params, env_params, meta
 
 
-def _check_env_args(start_stage, max_steps) -> None:
-    if start_stage is not None and not 1 <= start_stage <= 8:
+def check_env_args(start_stage, max_steps) -> None:
+    """A ``ValueError`` for a start stage outside 1..8 or a step limit below 1 (hm-eval too)."""
+    if not 1 <= start_stage <= 8:
         raise ValueError(f"--start-stage must be in 1..8, got {start_stage}")
     if max_steps is not None and max_steps < 1:
         raise ValueError(f"--max-steps-in-episode must be >= 1, got {max_steps}")
@@ -57,14 +58,14 @@ def _check_env_args(start_stage, max_steps) -> None:
 
 def record(
     checkpoint=None, random=False, actions=None, episodes=4, greedy=True, seed=0,
-    start_stage=None, max_steps=None,
+    start_stage=1, max_steps=None,
 ):  # fmt: skip
     """``(episodes, description, action log)`` for the chosen policy (module doc)."""
     from hackmatrix_env import EnvParams
 
     from hackmatrix_train import episodes as ep_mod
 
-    _check_env_args(start_stage, max_steps)
+    check_env_args(start_stage, max_steps)
     if episodes < 1:
         raise ValueError(f"--episodes must be >= 1, got {episodes}")
     apply_fn, params, env_params, what = None, None, None, "random masked policy"
@@ -88,7 +89,7 @@ def record(
             raise ValueError("give a checkpoint, --random or --actions FILE")
         env_params = EnvParams(
             max_steps_in_episode=1000 if max_steps is None else max_steps,
-            start_stage=1 if start_stage is None else start_stage,
+            start_stage=start_stage,
         )
     stepper = ep_mod.Stepper(env_params, apply_fn, greedy)
     eps = ep_mod.play(stepper, params, seed, episodes)
@@ -108,7 +109,7 @@ def write_eval_replay(path, checkpoint, episodes, greedy, seed, start_stage, max
     from hackmatrix_train import episodes as ep_mod
     from hackmatrix_train.replay_html import write_html
 
-    _check_env_args(start_stage, max_steps)
+    check_env_args(start_stage, max_steps)
     apply_fn, params, env_params, meta = load_policy(checkpoint, start_stage, max_steps)
     stepper = ep_mod.Stepper(env_params, None if random else apply_fn, greedy)
     rows = range(min(episodes, EVAL_REPLAY_EPISODES))
@@ -135,7 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     mode.add_argument("--sampled", dest="greedy", action="store_false", help="sample actions")
     p.add_argument("--seed", type=int, default=0, help="as hm-eval's --seed: same episodes")
-    p.add_argument("--start-stage", type=int, default=None, help="override the run's start stage")
+    p.add_argument("--start-stage", type=int, default=1, help="play from this stage")
     p.add_argument("--max-steps-in-episode", type=int, default=None, help="step limit")
     p.add_argument("--out", default="replay.html", help="the HTML replay to write")
     p.add_argument("--save-actions", default=None, help="also write the action log here")
