@@ -22,9 +22,11 @@ UNDO_ACTION = FIRST_PROGRAM + UNDO_IDX
 
 def _owning_undo(state):
     """A fresh game whose player owns UNDO and 50 more credits to run it."""
-    player = state.player.replace(credits=state.player.credits + 50)
-    owned = state.owned_list.at[0].set(UNDO_IDX)
-    return state.replace(player=player, owned_list=owned, num_owned=jnp.ones_like(state.num_owned))
+    game = state.game
+    player = game.player.replace(credits=game.player.credits + 50)
+    owned = game.owned_list.at[0].set(UNDO_IDX)
+    game = game.replace(player=player, owned_list=owned, num_owned=jnp.ones_like(game.num_owned))
+    return state.replace(game=game)
 
 
 def _where(pred, on_true, on_false):

@@ -259,8 +259,3 @@ def remove_slot(pool, idx: jax.Array, remove: jax.Array):
 def compact_enemies(enemies: Enemies) -> Enemies:
     """Remove dead enemies, keeping list order; freed slots are zeroed (rules §2.7)."""
     return _compact(enemies)
-
-
-def compact_transmissions(transmissions: Transmissions) -> Transmissions:
-    """Remove dead transmissions, keeping list order; freed slots are zeroed (rules §2.7)."""
-    return _compact(transmissions)

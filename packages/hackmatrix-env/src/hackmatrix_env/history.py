@@ -30,9 +30,7 @@ from hackmatrix_env.types import (
     EnvState,
     GameState,
     History,
-    SnapEnemies,
     Snapshot,
-    SnapTransmissions,
     Transmissions,
     UndoTop,
 )
@@ -40,23 +38,7 @@ from hackmatrix_env.types import (
 
 def take_snapshot(state: GameState) -> Snapshot:
     """The part of the state a snapshot holds (rules §11.1)."""
-    e, t = state.enemies, state.transmissions
-    return Snapshot(
-        player=state.player,
-        turn=state.turn,
-        owned_list=state.owned_list,
-        num_owned=state.num_owned,
-        enemies=SnapEnemies(
-            kind=e.kind, pos=e.pos, hp=e.hp, last_known=e.last_known, alive=e.alive
-        ),
-        transmissions=SnapTransmissions(
-            pos=t.pos, countdown=t.countdown, kind=t.kind, alive=t.alive
-        ),
-        grid=state.grid,
-        show_flag=state.show_flag,
-        calm_flag=state.calm_flag,
-        atk_uses=state.atk_uses,
-    )
+    return Snapshot.of(state)
 
 
 def push_snapshot(hist: History, snap: Snapshot, enabled: jax.Array | bool = True) -> History:

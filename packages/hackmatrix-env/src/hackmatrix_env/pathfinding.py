@@ -143,13 +143,6 @@ def bfs_distance(block_map: jax.Array, start: jax.Array, goal: jax.Array) -> jax
     return jnp.where(_nonempty(_and((out[3], out[4]), goal_bits)), out[0], -1)
 
 
-def neighbour_cells(pos: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """(int32[4,2] cells, bool[4] on board): the 4 neighbours in canonical order."""
-    cells = pos.astype(jnp.int32)[None, :] + jnp.asarray(DIR_OFFSETS, jnp.int32)
-    inb = jnp.all((cells >= 0) & (cells < GRID_SIZE), axis=-1)
-    return cells, inb
-
-
 def first_layer_hit(
     passable: Bits, goal: Bits, targets: Bits, num_layers: int, active: jax.Array | bool = True
 ) -> Bits:

@@ -106,6 +106,27 @@ class Snapshot:  # rules §11.1: what UNDO restores (leading dim H inside Histor
     calm_flag: jax.Array  # bool[]
     atk_uses: jax.Array  # int8[]
 
+    @classmethod
+    def of(cls, game: GameState) -> Snapshot:
+        """The part of ``game`` a snapshot holds (rules §11.1)."""
+        e, t = game.enemies, game.transmissions
+        return cls(
+            player=game.player,
+            turn=game.turn,
+            owned_list=game.owned_list,
+            num_owned=game.num_owned,
+            enemies=SnapEnemies(
+                kind=e.kind, pos=e.pos, hp=e.hp, last_known=e.last_known, alive=e.alive
+            ),
+            transmissions=SnapTransmissions(
+                pos=t.pos, countdown=t.countdown, kind=t.kind, alive=t.alive
+            ),
+            grid=game.grid,
+            show_flag=game.show_flag,
+            calm_flag=game.calm_flag,
+            atk_uses=game.atk_uses,
+        )
+
 
 @struct.dataclass
 class History:  # rules §11: fixed-depth ring buffer of snapshots
@@ -305,24 +326,7 @@ def blank_history(history_depth: int = HISTORY_DEPTH) -> History:
     import jax.numpy as jnp
 
     depth = check_history_depth(history_depth)
-    g = blank_game()
-    e, t = g.enemies, g.transmissions
-    snapshot = Snapshot(
-        player=g.player,
-        turn=g.turn,
-        owned_list=g.owned_list,
-        num_owned=g.num_owned,
-        enemies=SnapEnemies(
-            kind=e.kind, pos=e.pos, hp=e.hp, last_known=e.last_known, alive=e.alive
-        ),
-        transmissions=SnapTransmissions(
-            pos=t.pos, countdown=t.countdown, kind=t.kind, alive=t.alive
-        ),
-        grid=g.grid,
-        show_flag=g.show_flag,
-        calm_flag=g.calm_flag,
-        atk_uses=g.atk_uses,
-    )
+    snapshot = Snapshot.of(blank_game())
     return History(
         snapshots=jax.tree.map(lambda x: jnp.zeros((depth, *x.shape), x.dtype), snapshot),
         top=jnp.int32(0),

@@ -219,6 +219,11 @@ class CandidateStepper:
 
     def __init__(self, batch: int, num_keys: int):
         self.B, self.K = int(batch), int(num_keys)
+        # Import the game's modules before tracing: their module-level constants must not be
+        # created inside a trace.
+        import hackmatrix_env.observation  # noqa: F401
+        import hackmatrix_env.transition  # noqa: F401
+
         over_keys = jax.vmap(_outcome, in_axes=(0, None, None))
         self._step = jax.jit(jax.vmap(over_keys, in_axes=(0, 0, 0)))
         self._select = jax.jit(
