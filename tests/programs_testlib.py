@@ -30,9 +30,7 @@ def replace_game(state: EnvState, **changes) -> EnvState:
 
 def _run_in_shell(key, state: EnvState, prog_idx):
     """Program ``prog_idx`` on ``state.game`` and the ring update the shell makes after it."""
-    game, kills, exit_reached = run_program(
-        key, state.game, prog_idx, peek_snapshot(state.history)
-    )
+    game, kills, exit_reached = run_program(key, state.game, prog_idx, peek_snapshot(state.history))
     undone = jnp.asarray(prog_idx, jnp.int32) == Program.UNDO
     history, diverged = record_step(state.history, game, undone, jnp.bool_(False))
     game = game.replace(overflow=game.overflow | diverged)

@@ -16,8 +16,9 @@ from builders import make_state, scenario
 from hackmatrix_env.constants import FLAT_OBS_SIZE
 from hackmatrix_env.observation import flatten_observation, observe
 from hackmatrix_env.scenario import observation_from_json, observation_json, state_from_json
-from hackmatrix_env.stage import reset_game
+from hackmatrix_env.transition import reset_state
 from hackmatrix_env.types import EnvParams
+from programs_testlib import replace_game
 
 _observe = jax.jit(observe)
 
@@ -57,7 +58,8 @@ def test_e2_observation_after_state():
         resources=[("credits", (4, 1), 3), ("energy", (5, 2), 2)],
         transmissions=[("virus", (0, 4)), ("daemon", (1, 0))],
     )
-    s = s.replace(grid=s.grid.replace(center=s.grid.center.at[2, 2].set(True)))
+    g = s.game.grid
+    s = replace_game(s, grid=g.replace(center=g.center.at[2, 2].set(True)))
     g = np.asarray(_observe(s).grid)
     assert g[3, 2, 7] == 1 and g[3, 2, 10] == np.float32(4 / 9) and g[3, 2, 11] == 1
     assert g[3, 2, 35] == 0
@@ -112,8 +114,8 @@ def test_block_channels():
 
 def test_question_block_hides_contents():
     s = make_state(blocks=[("program", (2, 3), "warp", {"spawnCount": 5}), ("data", (3, 3), 8)])
-    q = s.grid.block_question.at[2, 3].set(True).at[3, 3].set(True)
-    g = np.asarray(_observe(s.replace(grid=s.grid.replace(block_question=q))).grid)
+    q = s.game.grid.block_question.at[2, 3].set(True).at[3, 3].set(True)
+    g = np.asarray(_observe(replace_game(s, grid=s.game.grid.replace(block_question=q))).grid)
     for cell in [(2, 3), (3, 3)]:
         assert g[cell][7:10].tolist() == [0, 0, 1]
         assert g[cell][10] == 0 and not g[cell][12:36].any()
@@ -218,6 +220,6 @@ def test_tensor_equals_json_route_on_random_scenarios():
 @pytest.mark.parametrize("start", [1, 6])
 def test_tensor_equals_json_route_on_generated_stages(start):
     keys = jax.random.split(jax.random.key(start), 12)
-    states = jax.jit(jax.vmap(reset_game, in_axes=(0, None)))(keys, EnvParams(start_stage=start))
+    states = jax.jit(jax.vmap(reset_state, in_axes=(0, None)))(keys, EnvParams(start_stage=start))
     for i in range(12):
         _assert_same(jax.tree.map(lambda x, i=i: x[i], states))

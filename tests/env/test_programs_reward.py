@@ -1,4 +1,5 @@
-"""Program steps through the real pipeline (game.step_game + reward.py).
+"""Program steps through the real pipeline (transition.advance: the game step and the
+UNDO ring; reward.py).
 
 Expected rewards from programs.md §8 / interface.md §4.8 E6; the UNDO worked example of
 programs.md §4.10 with real enemy phases; cross-stage UNDO after a real stage completion.
@@ -18,7 +19,7 @@ def test_row_killing_one_virus():
     s = make_state((2, 0), credits=3, energy=1, owned=["row"], enemies=[("virus", (2, 4), 1)])
     after, ev, bd, total = step(s, "row")
     check_reward(bd, total, {"step_penalty": -0.01, "kills": 0.3, "resource_gain": -0.2}, 0.09)
-    assert not bool(ev.enemy_phase_ran) and int(after.turn) == 0
+    assert not bool(ev.enemy_phase_ran) and int(after.game.turn) == 0
 
 
 def test_exch():
@@ -46,14 +47,14 @@ def test_reset(hp, expected, total):
     s = make_state((0, 0), hp=hp, energy=4, owned=["reset"])
     after, _, bd, t = step(s, "reset")
     check_reward(bd, t, expected, total)
-    assert int(after.player.hp) == 3
+    assert int(after.game.player.hp) == 3
 
 
 def test_siph_plus():
     s = make_state((3, 3), credits=5, owned=["siph+"])
     after, _, bd, total = step(s, "siph+")
     check_reward(bd, total, {"step_penalty": -0.01, "resource_gain": -0.25}, -0.26)
-    assert int(after.player.siphons) == 1
+    assert int(after.game.player.siphons) == 1
 
 
 def test_score_stage_one():
@@ -87,7 +88,7 @@ def test_warp_onto_exit_completes_stage():
     )
     after, ev, bd, total = step(s, "warp")
     assert bool(ev.exit_reached) and not bool(ev.enemy_phase_ran)
-    assert int(after.stage) == 2
+    assert int(after.game.stage) == 2
     check_reward(
         bd,
         total,
@@ -112,7 +113,7 @@ def test_undo_after_reset_restores_lower_hp():
     check_reward(
         bd, total, {"step_penalty": -0.01, "resource_gain": 0.2, "damage_penalty": -2.0}, -1.81
     )
-    assert int(after.player.hp) == 1 and int(ev.kills) == 0
+    assert int(after.game.player.hp) == 1 and int(ev.kills) == 0
 
 
 def test_undo_worked_example_through_the_game():
@@ -123,7 +124,7 @@ def test_undo_worked_example_through_the_game():
     _, ev, _, _ = step(s, "undo")
     assert bool(ev.invalid)  # 1. empty history: UNDO masked
     s1, ev, _, _ = step(s, Action.UP)  # 2. move -> enemy phase 1 -> S1
-    assert bool(ev.enemy_phase_ran) and int(s1.turn) == 1 and int(s1.history.size) == 1
+    assert bool(ev.enemy_phase_ran) and int(s1.game.turn) == 1 and int(s1.history.size) == 1
     pushed, _, _, _ = step(s1, "push")  # 3. PUSH, then UNDO
     assert enemies(pushed) != enemies(s1)
     undone, ev, _, _ = step(pushed, "undo")
@@ -134,11 +135,11 @@ def test_undo_worked_example_through_the_game():
     assert bool(ev.invalid)
     s2, _, _, _ = step(undone, Action.UP)  # 4. move -> S2, move -> S3
     s3, _, _, _ = step(s2, Action.UP)
-    assert int(s3.turn) == 3
+    assert int(s3.game.turn) == 3
     u1, _, _, _ = step(s3, "undo")
-    assert player(u1) == player(s3) and int(u1.turn) == 3
+    assert player(u1) == player(s3) and int(u1.game.turn) == 3
     u2, _, _, _ = step(u1, "undo")
-    assert int(u2.turn) == 2 and player(u2)["pos"] == player(s2)["pos"]
+    assert int(u2.game.turn) == 2 and player(u2)["pos"] == player(s2)["pos"]
 
 
 def test_step_then_move_pushes_nothing_and_undo_goes_further_back():
@@ -155,10 +156,13 @@ def test_cross_stage_undo_through_the_game():
     s = make_state((5, 3), credits=1, owned=["undo"], blocks=[("data", (2, 2))])
     s1, _, _, _ = step(s, Action.RIGHT)  # (5,4), snapshot S1 of stage 1
     s2, ev, _, _ = step(s1, Action.RIGHT)  # onto the exit: stage 2 generated
-    assert bool(ev.exit_reached) and int(s2.stage) == 2
+    assert bool(ev.exit_reached) and int(s2.game.stage) == 2
     u, _, _, _ = step(s2, "undo")
-    assert int(u.stage) == 2
-    np.testing.assert_array_equal(np.asarray(u.exit_pos), np.asarray(s2.exit_pos))
-    assert int(u.task_interval) == int(s2.task_interval)
+    assert int(u.game.stage) == 2
+    np.testing.assert_array_equal(np.asarray(u.game.exit_pos), np.asarray(s2.game.exit_pos))
+    assert int(u.game.task_interval) == int(s2.game.task_interval)
     assert player(u)["pos"] == (5, 4)
-    assert int(u.grid.content[5, 5]) == Content.EXIT and int(u.grid.content[2, 2]) == Content.BLOCK
+    assert (
+        int(u.game.grid.content[5, 5]) == Content.EXIT
+        and int(u.game.grid.content[2, 2]) == Content.BLOCK
+    )

@@ -12,14 +12,16 @@ import numpy as np
 import pytest
 from builders import make_state
 from hackmatrix_env.constants import ENEMY_NAMES, PROGRAM_COST, PROGRAM_NAMES
-from hackmatrix_env.programs import is_turn_ending, run_program
+from hackmatrix_env.programs import is_turn_ending
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from programs_testlib import (
     assert_pools_canonical,
     mask,
     player,
+    replace_game,
     run,
+    run_env,
     transmissions,
     trees_equal,
 )
@@ -34,15 +36,16 @@ def _only_changes(before, after, **expected_player):
     """The player changed exactly as given, nothing else in the state did (flags aside)."""
     pb, pa = player(before), player(after)
     assert pa == {**pb, **expected_player}
-    for field in ("enemies", "transmissions", "grid", "history", "turn", "stage"):
-        assert trees_equal(getattr(before, field), getattr(after, field)), field
+    for field in ("enemies", "transmissions", "grid", "turn", "stage"):
+        assert trees_equal(getattr(before.game, field), getattr(after.game, field)), field
+    assert trees_equal(before.history, after.history), "history"
 
 
 def test_wait_only_pays_and_is_the_only_turn_ender():
     s = _st("wait", energy=3, enemies=[("virus", (0, 0))])
     out, kills, ex = run(s, "wait")
     _only_changes(s, out, energy=2)
-    assert kills == 0 and not ex and int(out.turn) == int(s.turn)
+    assert kills == 0 and not ex and int(out.game.turn) == int(s.game.turn)
     ends = [bool(is_turn_ending(jnp.int32(i))) for i in range(len(PROGRAM_NAMES))]
     assert ends == [n == "wait" for n in PROGRAM_NAMES]
 
@@ -50,10 +53,10 @@ def test_wait_only_pays_and_is_the_only_turn_ender():
 def test_step_sets_flag_and_pays_again_when_set():
     s = _st("step", energy=6)
     out, _, _ = run(s, "step")
-    assert bool(out.step_flag)
+    assert bool(out.game.step_flag)
     _only_changes(s, out, energy=3)
     out2, _, _ = run(out, "step")
-    assert bool(out2.step_flag) and player(out2)["energy"] == 0
+    assert bool(out2.game.step_flag) and player(out2)["energy"] == 0
 
 
 def test_siph_plus():
@@ -72,12 +75,12 @@ def test_exch():
 def test_show_and_calm_flags():
     s = _st("show", credits=2)
     out, _, _ = run(s, "show")
-    assert bool(out.show_flag) and not bool(out.calm_flag)
+    assert bool(out.game.show_flag) and not bool(out.game.calm_flag)
     _only_changes(s, out, credits=0)
     assert not mask(out)["show"]
     s = _st("calm", credits=2, energy=4)
     out, _, _ = run(s, "calm")
-    assert bool(out.calm_flag) and not bool(out.show_flag)
+    assert bool(out.game.calm_flag) and not bool(out.game.show_flag)
     _only_changes(s, out, credits=0, energy=0)
     assert not mask(out)["calm"]
 
@@ -118,13 +121,13 @@ def test_reduc():
             ("data", (0, 4), 2),  # becomes a question block below: reduced too
         ],
     )
-    g = s.grid
-    s = s.replace(grid=g.replace(block_question=g.block_question.at[0, 4].set(True)))
+    g = s.game.grid
+    s = replace_game(s, grid=g.replace(block_question=g.block_question.at[0, 4].set(True)))
     out, _, _ = run(s, "reduc")
-    spawn = np.asarray(out.grid.block_spawn)
+    spawn = np.asarray(out.game.grid.block_spawn)
     assert [spawn[1, 1], spawn[2, 3], spawn[3, 3], spawn[4, 4], spawn[0, 4]] == [3, 0, 0, 5, 1]
-    assert int(out.grid.block_points[1, 1]) == 4
-    _only_changes_grid = trees_equal(out.grid.replace(block_spawn=g.block_spawn), s.grid)
+    assert int(out.game.grid.block_points[1, 1]) == 4
+    _only_changes_grid = trees_equal(out.game.grid.replace(block_spawn=g.block_spawn), s.game.grid)
     assert _only_changes_grid
     assert player(out)["credits"] == 0 and player(out)["energy"] == 0
 
@@ -133,19 +136,18 @@ def test_atk_plus_no_cap_across_stages():
     s = _st("atk+", credits=20, energy=20, attack=1)
     out, _, _ = run(s, "atk+")
     out, _, _ = run(out, "atk+")
-    assert player(out)["attack"] == 3 and int(out.atk_uses) == 2
+    assert player(out)["attack"] == 3 and int(out.game.atk_uses) == 2
     assert not mask(out)["atk+"]
-    # A new stage resets only the use counter (stage.complete_stage does that); A persists.
-    out = out.replace(atk_uses=jnp.int8(0), stage=jnp.int8(2))
+    # A new stage resets only the use counter (stage.generate_stage does that); A persists.
+    out = replace_game(out, atk_uses=jnp.int8(0), stage=jnp.int8(2))
     out, _, _ = run(out, "atk+")
     out, _, _ = run(out, "atk+")
-    assert player(out)["attack"] == 5 and int(out.atk_uses) == 2
+    assert player(out)["attack"] == 5 and int(out.game.atk_uses) == 2
     assert player(out)["credits"] == 4 and player(out)["energy"] == 4
 
 
 # --- property: every valid program keeps the state well-formed ------------------------------
 
-_run_jit = jax.jit(run_program)
 cell = st.tuples(st.integers(0, 5), st.integers(0, 5))
 
 
@@ -187,19 +189,20 @@ def test_valid_programs_keep_state_well_formed(sc, seed):
     for i, name in enumerate(PROGRAM_NAMES):
         if not m[name] or name == "undo":
             continue
-        out, kills, _ = _run_jit(jax.random.key(seed), s, jnp.int32(i))
+        out, kills, _ = run_env(jax.random.key(seed), s, jnp.int32(i))
         assert jax.tree.structure(out) == jax.tree.structure(s)
         for a, b in zip(jax.tree.leaves(out), jax.tree.leaves(s), strict=True):
             assert a.dtype == b.dtype and a.shape == b.shape
         assert_pools_canonical(out)
+        g0, g1 = s.game, out.game
         assert kills.dtype == jnp.int32 and 0 <= int(kills) <= int(
-            s.enemies.alive.sum() + s.transmissions.alive.sum()
+            g0.enemies.alive.sum() + g0.transmissions.alive.sum()
         )
         # Cost paid exactly (EXCH adds its 4 energy back on top).
         c, e = PROGRAM_COST[i]
-        assert int(out.player.credits) == int(s.player.credits) - c
+        assert int(g1.player.credits) == int(g0.player.credits) - c
         gain = 4 if name == "exch" else 0
-        assert int(out.player.energy) == int(s.player.energy) - e + gain
-        alive_hp = np.asarray(out.enemies.hp)[np.asarray(out.enemies.alive)]
+        assert int(g1.player.energy) == int(g0.player.energy) - e + gain
+        alive_hp = np.asarray(g1.enemies.hp)[np.asarray(g1.enemies.alive)]
         assert np.all(alive_hp >= 1)
-        assert not bool(out.overflow)
+        assert not bool(g1.overflow)

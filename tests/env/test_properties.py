@@ -90,8 +90,9 @@ def scenarios(draw):
     )
 
 
-def _check_state_invariants(s):
-    assert _signature(s) == DECLARED
+def _check_state_invariants(state):
+    assert _signature(state) == DECLARED
+    s = state.game
     assert 0 <= int(s.player.hp) <= 3
     assert 1 <= int(s.stage) <= 8
     for pool in (s.enemies, s.transmissions):
@@ -170,7 +171,7 @@ def test_same_key_same_trajectory_and_keys_matter():
         )
 
     assert same(a, b)
-    assert not np.array_equal(a[1].transmissions.pos, c[1].transmissions.pos)
+    assert not np.array_equal(a[1].game.transmissions.pos, c[1].game.transmissions.pos)
 
 
 @pytest.mark.slow
@@ -199,13 +200,13 @@ def test_jit_equals_no_jit():
 
     (The eager step is exercised by the game's own tests; run op by op it takes minutes.)
     """
-    from hackmatrix_env.stage import reset_game
+    from hackmatrix_env.transition import reset_state
 
     key = jax.random.key(4)
     params = ENV.default_params
-    jitted = jax.jit(reset_game)(key, params)
+    jitted = jax.jit(reset_state)(key, params)
     with jax.disable_jit():
-        eager = reset_game(key, params)
+        eager = reset_state(key, params)
         eager_obs = observe(eager)
     for a, b in zip(jax.tree.leaves(jitted), jax.tree.leaves(eager), strict=True):
         np.testing.assert_array_equal(a, b)
