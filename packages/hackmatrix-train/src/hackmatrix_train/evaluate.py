@@ -19,18 +19,7 @@ import numpy as np
 from hackmatrix_env.constants import Action, Content
 
 from hackmatrix_train.network import masked_categorical
-from hackmatrix_train.rollout import STAGE_COMPONENT, VICTORY_COMPONENT
-
-
-def _game(state):
-    """The HackMatrix ``GameState`` of a batched env state, or None for another env's state."""
-    return getattr(state, "game", None)
-
-
-def _stage(state, n: int) -> jax.Array:
-    """int32[N]: the HackMatrix stage of each row (0 for another env's state)."""
-    game = _game(state)
-    return jnp.zeros(n, jnp.int32) if game is None else game.stage.astype(jnp.int32)
+from hackmatrix_train.rollout import STAGE_COMPONENT, VICTORY_COMPONENT, hackmatrix_game, stage_of
 
 
 def on_restored_board(state) -> jax.Array:
@@ -39,7 +28,7 @@ def on_restored_board(state) -> jax.Array:
     In ordinary play the exit cell and ``exit_pos`` agree; they differ only on a board restored
     by the cross-stage UNDO quirk (rules §11.4). Envs without these fields give all False.
     """
-    game = _game(state)
+    game = hackmatrix_game(state)
     if game is None:
         return jnp.zeros(jax.tree.leaves(state)[0].shape[:1], bool)
     grid, exit_pos = game.grid, game.exit_pos
@@ -55,7 +44,7 @@ def new_tally(state, num_episodes: int, num_actions: int) -> dict:
         "alive": jnp.ones(n, bool),
         "ret": jnp.zeros(n, jnp.float32),
         "length": jnp.zeros(n, jnp.int32),
-        "stage": _stage(state, n),
+        "stage": stage_of(state, n),
         "won": jnp.zeros(n, bool),
         "actions": jnp.zeros((n, num_actions), jnp.int32),
         "exit_completions": jnp.zeros(n, jnp.int32),
@@ -78,7 +67,7 @@ def tally_step(acc: dict, state_before, action, reward, terminated, truncated, i
     else:
         won = jnp.zeros(n, bool)
         completed = jnp.zeros(n, bool)
-    stage_before = _stage(state_before, n)
+    stage_before = stage_of(state_before, n)
     reached = jnp.minimum(stage_before + completed.astype(jnp.int32), 8)
     finished = alive & (completed | won)
     restored = on_restored_board(state_before)

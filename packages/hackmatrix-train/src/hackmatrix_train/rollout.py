@@ -53,11 +53,17 @@ def init_episode_acc(num_envs: int, num_components: int) -> EpisodeAcc:
     )
 
 
-def _stage_of(env_state, num_envs: int) -> jax.Array:
-    stage = getattr(env_state, "stage", None)
-    if stage is None:
+def hackmatrix_game(env_state):
+    """The HackMatrix ``GameState`` of a (batched) env state, or None for another env's state."""
+    return getattr(env_state, "game", None)
+
+
+def stage_of(env_state, num_envs: int) -> jax.Array:
+    """int32[N]: the HackMatrix stage of each row (0 for another env's state)."""
+    game = hackmatrix_game(env_state)
+    if game is None:
         return jnp.zeros(num_envs, jnp.int32)
-    return stage.astype(jnp.int32)
+    return game.stage.astype(jnp.int32)
 
 
 def collect_rollout(
@@ -88,7 +94,7 @@ def collect_rollout(
         pi = masked_categorical(logits, obs.action_mask)
         action = pi.sample(seed=k_act).astype(jnp.int32)
         log_prob = pi.log_prob(action)
-        stage_before = _stage_of(env_state, num_envs)
+        stage_before = stage_of(env_state, num_envs)
         next_obs, env_state, reward, terminated, truncated, info = step_fn(
             jax.random.split(k_env, num_envs), env_state, action, env_params
         )
