@@ -221,7 +221,7 @@ class CandidateStepper:
         self.B, self.K = int(batch), int(num_keys)
         # Import the game's modules before tracing: their module-level constants must not be
         # created inside a trace.
-        import hackmatrix_env.observation  # noqa: F401
+        import hackmatrix_env.observation
         import hackmatrix_env.transition  # noqa: F401
 
         over_keys = jax.vmap(_outcome, in_axes=(0, None, None))
