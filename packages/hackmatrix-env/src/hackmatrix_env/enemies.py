@@ -315,9 +315,10 @@ def _pool_bits(pos: jax.Array, alive: jax.Array) -> pathfinding.Bits:
 def place_scheduled_and_owed(
     seed_sched: jax.Array, seed_owed: jax.Array, state: GameState, sparse=cond_where
 ) -> GameState:
-    """``run_scheduled_task`` then ``place_owed_spawns`` (rules §7.8-7.9), as one placement.
+    """The scheduled task, then the owed siphon spawns (rules §7.8-7.9), as one placement.
 
-    Both are placements with their own seed (uint32[2], ``phase_seeds``), one after the
+    The task places one transmission when due and CALM is off, and sets the next due turn;
+    the owed spawns are placed, then none are owed. Both are placements with their own seed (uint32[2], ``phase_seeds``), one after the
     other; here they are one ``placement.place_transmission_batches`` loop (batch 0: the
     task's transmission, batch 1: the owed ones) evaluated by ``sparse`` (``cond_where`` or
     ``batching.compute_where``) for the rows that need either (about one turn in a dozen), so
