@@ -61,13 +61,8 @@ def bench_vector(num_envs: int, steps: int, seed: int) -> None:
     env.close()
 
 
-def bench_single(steps: int, seed: int) -> None:
-    env = HackMatrixEnv(flatten=True)
-    rng = np.random.default_rng(seed)
-    t0 = time.perf_counter()
-    env.reset(seed=seed)
-    env.step(int(masked_actions(rng, env.action_masks()[None])[0]))
-    compile_s = time.perf_counter() - t0
+def _play_single(env, rng: np.random.Generator, steps: int) -> tuple[float, int]:
+    """``(seconds, episode ends)`` of ``steps`` uniform masked steps of one game, resetting at ends."""
     ends = 0
     t0 = time.perf_counter()
     for _ in range(steps):
@@ -75,7 +70,17 @@ def bench_single(steps: int, seed: int) -> None:
         if term or trunc:
             ends += 1
             env.reset()
-    secs = time.perf_counter() - t0
+    return time.perf_counter() - t0, ends
+
+
+def bench_single(steps: int, seed: int) -> None:
+    env = HackMatrixEnv(flatten=True)
+    rng = np.random.default_rng(seed)
+    t0 = time.perf_counter()
+    env.reset(seed=seed)
+    env.step(int(masked_actions(rng, env.action_masks()[None])[0]))
+    compile_s = time.perf_counter() - t0
+    secs, ends = _play_single(env, rng, steps)
     print(
         f"HackMatrixEnv        1 game   {steps / secs:>10,.0f} steps/s  "
         f"(warm-up incl. compile {compile_s:5.1f} s; {ends} episode ends)"
@@ -90,14 +95,7 @@ def bench_swift(steps: int, seed: int) -> None:
     env = SwiftEnv(str(binary), flatten=True)
     rng = np.random.default_rng(seed)
     env.reset(seed=seed)
-    ends = 0
-    t0 = time.perf_counter()
-    for _ in range(steps):
-        _, _, term, trunc, _ = env.step(int(masked_actions(rng, env.action_masks()[None])[0]))
-        if term or trunc:
-            ends += 1
-            env.reset()
-    secs = time.perf_counter() - t0
+    secs, ends = _play_single(env, rng, steps)
     print(f"SwiftEnv             1 game   {steps / secs:>10,.0f} steps/s  ({ends} episode ends)")
     env.close()
 

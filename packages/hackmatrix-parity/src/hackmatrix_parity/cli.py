@@ -97,25 +97,19 @@ def git_commit() -> str:
     """The checkout's commit (``+dirty`` with uncommitted changes), or ``unknown``."""
     import subprocess
 
-    here = Path(__file__).resolve().parent
+    def git(*args: str) -> str:
+        out = subprocess.run(
+            ["git", *args], cwd=Path(__file__).resolve().parent, capture_output=True, text=True,
+            check=True,
+        )  # fmt: skip
+        return out.stdout.strip()
+
     try:
-        head = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
-            cwd=here,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=here,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
+        head = git("rev-parse", "--short", "HEAD")
+        dirty = git("status", "--porcelain", "--untracked-files=no")
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
-    return head + ("+dirty" if dirty.strip() else "")  # fmt: skip
+    return head + ("+dirty" if dirty else "")
 
 
 def main(argv: list[str] | None = None) -> int:
