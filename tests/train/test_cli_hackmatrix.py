@@ -41,6 +41,18 @@ def test_hm_train_tiny_on_hackmatrix(tmp_path):
     assert sum(int(c) for c in final["stage_distribution"].values()) == 6
     assert "final evaluation" in text and "UNDO quirk" in text
 
+    # the checkpoint keeps the training time; the learning benchmark's protocol applied to the
+    # finished run (hm-bench learn --from-runs) is exactly hm-train's own end-of-run evaluation
+    meta = json.loads((run_dir / "params.json").read_text())
+    assert meta["train_seconds"] == pytest.approx(result["train_seconds"])
+    from hackmatrix_train.learnbench import from_runs
+
+    summary = from_runs([str(run_dir)], tmp_path / "bench", "tiny", None, "cmd")
+    assert summary["final"][0]["greedy"] == final
+    assert summary["final"][0]["sampled"]["policy"] == "sampled"
+    assert summary["env_steps"] == 512 and summary["seeds"] == [0]
+    assert "| 0 | " in (tmp_path / "bench" / "results_tiny.md").read_text()
+
     m = result["metrics"]
     # 8 envs x 32 steps per update, episodes capped at 40 steps: some complete every update
     assert m["train/num_episodes"] >= 1

@@ -100,3 +100,30 @@ def test_combine_refuses_other_configs_and_repeated_seeds(tmp_path):
         combine([str(a), str(b)], tmp_path / "o", "x")
     with pytest.raises(ValueError, match="seed appears twice"):
         combine([str(a), str(c)], tmp_path / "o", "x")
+
+
+def test_combine_ignores_bookkeeping_fields_only(tmp_path):
+    import json
+
+    import pytest
+    from hackmatrix_train.learnbench import BOOKKEEPING_FIELDS, combine
+
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text(json.dumps(_summary(0, 1.0, run_name="x", checkpoint_dir="/a", log_interval=10)))
+    b.write_text(json.dumps(_summary(1, 3.0, run_name="y", checkpoint_dir="/b", log_interval=5)))
+    assert combine([str(a), str(b)], tmp_path / "o", "x")["greedy_return"]["mean"] == 2.0
+    # what changes learning is never bookkeeping
+    assert not {"lr", "total_timesteps", "num_envs", "network", "explore_floor"} & BOOKKEEPING_FIELDS
+    b.write_text(json.dumps(_summary(1, 3.0, run_name="y", total_timesteps=5)))
+    with pytest.raises(ValueError, match="total_timesteps"):
+        combine([str(a), str(b)], tmp_path / "o", "x")
+
+
+def test_from_runs_refuses_missing_runs_with_a_clear_error(tmp_path, capsys):
+    import pytest
+    from hackmatrix_train.learnbench import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["--from-runs", str(tmp_path / "nope"), "--out", str(tmp_path)])
+    assert e.value.code == 2
+    assert "nope" in capsys.readouterr().err

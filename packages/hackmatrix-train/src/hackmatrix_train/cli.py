@@ -268,6 +268,8 @@ def run(cfg: TrainConfig, explicit=frozenset(), env=None, env_params=None, out=p
             "num_devices": trainer.num_devices,
             "wandb_id": logger.id,
             "reason": why,
+            # training wall time so far, over every process that trained this run (resumes)
+            "train_seconds": float(meta.get("train_seconds", 0.0)) + clock.train_seconds,
             "saved_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "jax_version": jax.__version__,
         }
@@ -481,6 +483,7 @@ def evaluate_checkpoint(
     summary["update"] = meta.get("update")
     summary["env_steps"] = meta.get("env_steps")
     summary["start_stage"] = start_stage
+    summary["eval_seed"] = seed
     return summary
 
 

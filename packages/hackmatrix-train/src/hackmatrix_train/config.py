@@ -30,7 +30,7 @@ PRESETS: dict[str, dict] = {
     "default": {
         "network": "grid",
         "num_steps": 32,
-        "total_timesteps": 10_000_000,
+        "total_timesteps": 25_000_000,
         "lr": 5e-4,
         "ent_coef": 0.02,
         "ent_coef_end": 0.002,

@@ -9,6 +9,9 @@ policy. Writes into ``--out`` (default ``docs/results``): ``curves_<tag>.csv``,
 ``summary_<tag>.json``, ``results_<tag>.md`` (the table the README shows) and
 ``learning_curve_<tag>.png``. ``--combine SUMMARY.json ...`` merges the summaries (and curves) of
 runs of one config made separately, e.g. one seed per machine, into the same outputs.
+``--from-runs RUN_DIR ...`` puts finished plain ``hm-train`` runs of one config into the same
+outputs: each run's final params get the same protocol (no curves: ``hm-train`` logs those to
+wandb), so a seed trained by the README's command joins the others through ``--combine``.
 """
 
 from __future__ import annotations
@@ -92,9 +95,10 @@ def results_table(summary: dict, kind: str = "greedy") -> str:
         return row
 
     for r in finals:
-        minutes = r.get("train_seconds", float("nan")) / 60
+        seconds = r.get("train_seconds")
+        minutes = "-" if seconds is None else f"{seconds / 60:.0f}"
         lines.append(
-            "| " + " | ".join([str(r["seed"]), *cells(r[kind]), f"{minutes:.0f}",
+            "| " + " | ".join([str(r["seed"]), *cells(r[kind]), minutes,
                                r.get("hardware", "")]) + " |"
         )  # fmt: skip
     agg = aggregate(finals)
@@ -168,16 +172,30 @@ def read_curves(path: Path) -> list[dict]:
     return rows
 
 
+# Config fields that name, log or checkpoint a run without changing what it learns: runs that
+# differ only in these (and the seed) are runs of one config.
+BOOKKEEPING_FIELDS = frozenset({
+    "seed", "notes", "run_name", "run_suffix", "checkpoint_dir", "keep_checkpoints",
+    "save_interval", "save_interval_minutes", "resume", "rewind", "no_wandb", "project",
+    "entity", "no_artifact", "log_interval",
+})  # fmt: skip
+
+
+def check_same_config(configs: list[dict], what: str) -> None:
+    """Raise ``ValueError`` naming the fields where the configs differ (bookkeeping aside)."""
+    base = {k: v for k, v in configs[0].items() if k not in BOOKKEEPING_FIELDS}
+    for other in configs[1:]:
+        a = {k: v for k, v in other.items() if k not in BOOKKEEPING_FIELDS}
+        if a != base:
+            diff = sorted(k for k in a.keys() | base.keys() if a.get(k) != base.get(k))
+            raise ValueError(f"{what}: the runs' configs differ in {diff}")
+
+
 def combine(paths: list[str], out: Path, tag: str) -> dict:
     """Merge separately made runs of one config (e.g. one seed per machine) into one result."""
     summaries = [json.loads(Path(p).read_text()) for p in paths]
     base = summaries[0]
-    for other in summaries[1:]:
-        a = {k: v for k, v in other["config"].items() if k not in ("seed", "notes")}
-        b = {k: v for k, v in base["config"].items() if k not in ("seed", "notes")}
-        if a != b:
-            diff = sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
-            raise ValueError(f"--combine: the runs' configs differ in {diff}")
+    check_same_config([s["config"] for s in summaries], "--combine")
     finals = [f for s in summaries for f in s["final"]]
     seeds = [f["seed"] for f in finals]
     if len(set(seeds)) != len(seeds):
@@ -193,6 +211,63 @@ def combine(paths: list[str], out: Path, tag: str) -> dict:
         "combined_from": [Path(p).name for p in paths],
     }  # fmt: skip
     write_outputs(summary, rows, out, tag)
+    return summary
+
+
+def from_runs(paths: list[str], out: Path, tag: str, hardware: str | None, command: str) -> dict:
+    """The benchmark's outputs for finished ``hm-train`` runs of one config (one seed each).
+
+    Each run's final params get the protocol of the end-of-run evaluation (greedy and sampled,
+    ``final_eval_episodes`` from stage 1, key ``final_eval_seed``), the random masked policy
+    the same episodes; the training time comes from the checkpoint (``train_seconds``).
+    """
+    from hackmatrix_train import checkpoint as ckpt
+    from hackmatrix_train.cli import evaluate_checkpoint
+    from hackmatrix_train.config import TrainConfig
+
+    metas = [ckpt.load_params(p)[1] for p in paths]
+    check_same_config([m["config"] for m in metas], "--from-runs")
+    cfgs = [TrainConfig.from_dict(m["config"]) for m in metas]
+    steps = {m.get("env_steps") for m in metas}
+    if len(steps) != 1:
+        raise ValueError(f"--from-runs: the runs stopped at different env steps {sorted(steps)}")
+    if len({c.seed for c in cfgs}) != len(cfgs):
+        raise ValueError(f"--from-runs: a seed appears twice: {[c.seed for c in cfgs]}")
+
+    def protocol(path, cfg, greedy: bool, random: bool = False) -> dict:
+        ev = evaluate_checkpoint(
+            path, cfg.final_eval_episodes, greedy, cfg.final_eval_seed, 1,
+            cfg.max_steps_in_episode, random,
+        )  # fmt: skip
+        # the schema of hm-train's eval_final.json (the run is named once, in the seed's entry)
+        return {k: v for k, v in ev.items() if k not in ("checkpoint", "update", "start_stage")}
+
+    finals = []
+    for path, cfg, meta in zip(paths, cfgs, metas, strict=True):
+        seconds = meta.get("train_seconds")
+        res = {
+            "seed": cfg.seed,
+            "greedy": protocol(path, cfg, True),
+            "sampled": protocol(path, cfg, False),
+            "train_seconds": seconds,
+            "steps_per_second": meta["env_steps"] / seconds if seconds else None,
+            "hardware": hardware or f"hm-train run {meta.get('run_name', path)}",
+            "run": str(path),
+        }
+        finals.append(res)
+        for kind in ("sampled", "greedy"):
+            print(f"seed {cfg.seed} eval ({kind}): {_brief(res[kind])}", flush=True)
+    summary = {
+        "tag": tag,
+        "config": cfgs[0].to_dict(),
+        "seeds": [c.seed for c in cfgs],
+        "env_steps": steps.pop(),
+        "command": command,
+        "random": protocol(paths[0], cfgs[0], False, random=True),
+        "final": finals,
+        **aggregate(finals),
+    }
+    write_outputs(summary, [], out, tag)
     return summary
 
 
@@ -221,7 +296,22 @@ def main(argv=None) -> int:
         "--combine", nargs="+", default=None, metavar="SUMMARY",
         help="merge these summary_*.json files (one config, other seeds) instead of training",
     )  # fmt: skip
+    p.add_argument(
+        "--from-runs", nargs="+", default=None, metavar="RUN_DIR",
+        help="evaluate these finished hm-train runs (one config, one seed each) instead of "
+        "training",
+    )  # fmt: skip
     args, rest = p.parse_known_args(argv)
+    command = "uv run hm-bench learn " + " ".join(sys.argv[1:] if argv is None else argv)
+    if args.from_runs:
+        from hackmatrix_train.checkpoint import CheckpointError
+
+        try:
+            from_runs(args.from_runs, Path(args.out), args.tag, args.hardware, command)
+        except (ValueError, OSError, KeyError, CheckpointError) as e:
+            p.error(str(e))
+        print(f"wrote {args.out}/results_{args.tag}.md, summary_{args.tag}.json")
+        return 0
     if args.combine:
         try:
             combine(args.combine, Path(args.out), args.tag)
@@ -354,7 +444,7 @@ def main(argv=None) -> int:
         "seeds": args.seeds,
         "env_steps": trainer.num_updates * cfg.batch_size,
         "wall_seconds": time.perf_counter() - t_start,
-        "command": "uv run hm-bench learn " + " ".join(sys.argv[1:] if argv is None else argv),
+        "command": command,
         "random": rand,
         "final": finals,
         **aggregate(finals),
