@@ -113,7 +113,9 @@ def test_combine_ignores_bookkeeping_fields_only(tmp_path):
     b.write_text(json.dumps(_summary(1, 3.0, run_name="y", checkpoint_dir="/b", log_interval=5)))
     assert combine([str(a), str(b)], tmp_path / "o", "x")["greedy_return"]["mean"] == 2.0
     # what changes learning is never bookkeeping
-    assert not {"lr", "total_timesteps", "num_envs", "network", "explore_floor"} & BOOKKEEPING_FIELDS
+    assert (
+        not {"lr", "total_timesteps", "num_envs", "network", "explore_floor"} & BOOKKEEPING_FIELDS
+    )
     b.write_text(json.dumps(_summary(1, 3.0, run_name="y", total_timesteps=5)))
     with pytest.raises(ValueError, match="total_timesteps"):
         combine([str(a), str(b)], tmp_path / "o", "x")
