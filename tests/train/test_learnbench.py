@@ -71,7 +71,7 @@ def test_combine_merges_seeds_into_one_table(tmp_path):
         path.write_text(json.dumps(_summary(seed, ret)))
         paths.append(str(path))
     out = tmp_path / "results"
-    summary = combine(paths, out, "both")
+    summary = combine(paths, out, "both", "uv run hm-bench learn --combine a b")
     assert summary["seeds"] == [0, 1]
     assert summary["greedy_return"]["mean"] == 9.0 and summary["greedy_return"]["per_seed"] == [
         8,
@@ -83,7 +83,11 @@ def test_combine_merges_seeds_into_one_table(tmp_path):
     assert any(r.startswith("| 1 | +10.00") for r in rows)
     assert any(r.startswith("| **mean** | +9.00") and "20 / 1 (sum)" in r for r in rows)
     assert any(r.startswith("| random masked | -3.00") for r in rows)
-    assert json.loads((out / "summary_both.json").read_text())["combined_from"]
+    saved = json.loads((out / "summary_both.json").read_text())
+    assert saved["combined_from"] == ["summary_s0.json", "summary_s1.json"]
+    assert saved["command"] == "uv run hm-bench learn --combine a b"
+    assert saved["commands_combined"] == ["uv run hm-bench learn"] * 2
+    assert "Merged from runs made by:" in table
 
 
 def test_combine_refuses_other_configs_and_repeated_seeds(tmp_path):

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -151,6 +152,9 @@ def write_outputs(summary: dict, rows: list[dict], out: Path, tag: str) -> None:
         f"Reproduce: `{summary.get('command', 'uv run hm-bench learn')}`",
         "",
     ]
+    if summary.get("commands_combined"):
+        text += ["Merged from runs made by:", ""]
+        text += [f"- `{c}`" for c in summary["commands_combined"]] + [""]
     (out / f"results_{tag}.md").write_text("\n".join(text))
 
 
@@ -191,8 +195,12 @@ def check_same_config(configs: list[dict], what: str) -> None:
             raise ValueError(f"{what}: the runs' configs differ in {diff}")
 
 
-def combine(paths: list[str], out: Path, tag: str) -> dict:
-    """Merge separately made runs of one config (e.g. one seed per machine) into one result."""
+def combine(paths: list[str], out: Path, tag: str, command: str | None = None) -> dict:
+    """Merge separately made runs of one config (e.g. one seed per machine) into one result.
+
+    ``command`` (the merge's own command line) replaces the first run's; every run's own
+    command is kept in ``commands_combined``, and the table lists them.
+    """
     summaries = [json.loads(Path(p).read_text()) for p in paths]
     base = summaries[0]
     check_same_config([s["config"] for s in summaries], "--combine")
@@ -209,7 +217,10 @@ def combine(paths: list[str], out: Path, tag: str) -> dict:
     summary = {
         **base, "tag": tag, "seeds": seeds, "final": finals, **aggregate(finals),
         "combined_from": [Path(p).name for p in paths],
+        "commands_combined": [s.get("command", "") for s in summaries],
     }  # fmt: skip
+    if command:
+        summary["command"] = command
     write_outputs(summary, rows, out, tag)
     return summary
 
@@ -252,7 +263,7 @@ def from_runs(paths: list[str], out: Path, tag: str, hardware: str | None, comma
             "train_seconds": seconds,
             "steps_per_second": meta["env_steps"] / seconds if seconds else None,
             "hardware": hardware or f"hm-train run {meta.get('run_name', path)}",
-            "run": str(path),
+            "run": Path(path).name,
         }
         finals.append(res)
         for kind in ("sampled", "greedy"):
@@ -302,7 +313,7 @@ def main(argv=None) -> int:
         "training",
     )  # fmt: skip
     args, rest = p.parse_known_args(argv)
-    command = "uv run hm-bench learn " + " ".join(sys.argv[1:] if argv is None else argv)
+    command = "uv run hm-bench learn " + shlex.join(sys.argv[1:] if argv is None else argv)
     if args.from_runs:
         from hackmatrix_train.checkpoint import CheckpointError
 
@@ -314,7 +325,7 @@ def main(argv=None) -> int:
         return 0
     if args.combine:
         try:
-            combine(args.combine, Path(args.out), args.tag)
+            combine(args.combine, Path(args.out), args.tag, command)
         except (ValueError, OSError, KeyError) as e:
             p.error(str(e))
         print(f"wrote {args.out}/results_{args.tag}.md, summary_{args.tag}.json")
