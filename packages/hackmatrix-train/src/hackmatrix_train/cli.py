@@ -20,6 +20,7 @@ from hackmatrix_train.config import (
     DEFAULT_PRESET,
     NETWORKS,
     PRESETS,
+    RUN_BOOKKEEPING,
     TrainConfig,
     apply_preset,
     describe_plan,
@@ -30,10 +31,8 @@ from hackmatrix_train.config import (
 NON_CONFIG_ARGS = frozenset({"distributed", "preset", "cpu_devices"}) | compile_cache.ARG_NAMES
 
 # Flags that may differ from the checkpoint's config on --resume (they change no state shape).
-RESUME_MUTABLE = {
-    "total_timesteps", "log_interval", "no_wandb", "project", "entity", "save_interval",
-    "save_interval_minutes", "checkpoint_dir", "keep_checkpoints", "no_artifact", "resume",
-    "rewind", "run_suffix", "auto_tune", "final_eval_episodes", "final_eval_seed",
+RESUME_MUTABLE = RUN_BOOKKEEPING | {
+    "total_timesteps", "auto_tune", "final_eval_episodes", "final_eval_seed",
 }  # fmt: skip
 
 

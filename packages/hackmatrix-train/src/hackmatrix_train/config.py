@@ -42,6 +42,14 @@ PRESETS: dict[str, dict] = {
 }
 DEFAULT_PRESET = "default"
 
+# Fields that name, log or checkpoint a run and change nothing it learns: --resume may change
+# them (cli.RESUME_MUTABLE), and runs that differ only in these, their names and their seeds are
+# runs of one config (learnbench.BOOKKEEPING_FIELDS).
+RUN_BOOKKEEPING = frozenset({
+    "log_interval", "no_wandb", "project", "entity", "save_interval", "save_interval_minutes",
+    "checkpoint_dir", "keep_checkpoints", "no_artifact", "resume", "rewind", "run_suffix",
+})  # fmt: skip
+
 # Fields of earlier configs, with the value that meant "off": the start-stage and start-kit
 # training curricula, dropped for measuring no benefit (docs/experiments.md). Checkpoints
 # saved before still carry them; ``TrainConfig.from_dict`` drops them (with a warning when

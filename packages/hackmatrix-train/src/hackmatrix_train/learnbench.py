@@ -24,6 +24,8 @@ import sys
 import time
 from pathlib import Path
 
+from hackmatrix_train.config import RUN_BOOKKEEPING
+
 CURVE_KEYS = (
     "train/episode_return", "train/episode_length", "train/num_episodes", "stats/mean_stage",
     "stats/highest_stage", "stats/win_rate", "actions/siphon_frac", "actions/program_frac",
@@ -176,13 +178,8 @@ def read_curves(path: Path) -> list[dict]:
     return rows
 
 
-# Config fields that name, log or checkpoint a run without changing what it learns: runs that
-# differ only in these (and the seed) are runs of one config.
-BOOKKEEPING_FIELDS = frozenset({
-    "seed", "notes", "run_name", "run_suffix", "checkpoint_dir", "keep_checkpoints",
-    "save_interval", "save_interval_minutes", "resume", "rewind", "no_wandb", "project",
-    "entity", "no_artifact", "log_interval",
-})  # fmt: skip
+# Runs whose configs differ only in these fields are runs of one config (other seeds).
+BOOKKEEPING_FIELDS = RUN_BOOKKEEPING | {"seed", "notes", "run_name"}
 
 
 def check_same_config(configs: list[dict], what: str) -> None:
