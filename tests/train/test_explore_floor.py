@@ -12,7 +12,7 @@ from hackmatrix_env.constants import NUM_ACTIONS, Action
 from hackmatrix_train.cli import build_parser, config_from_args
 from hackmatrix_train.config import TrainConfig, validate
 from hackmatrix_train.loop import make_train
-from hackmatrix_train.ppo import explore_floor, floor_penalty
+from hackmatrix_train.ppo import explore_floor, explore_weight, floor_penalty
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
@@ -122,6 +122,24 @@ def test_floor_starts_after_its_fraction_of_the_run_then_anneals_over_the_rest()
     assert values[10] == pytest.approx(0.0)
 
 
+def test_penalty_weight_is_a_step_by_default_and_ramps_in_when_asked():
+    step = TrainConfig(explore_floor=0.02, explore_floor_start=0.6, explore_coef=0.3)
+    ramp = step.replace(explore_floor_ramp=0.2)  # 2 of 10 updates
+
+    def weights(cfg):
+        return [
+            float(explore_weight(cfg, 10, jnp.int32(u), explore_floor(cfg, 10, jnp.int32(u))))
+            for u in range(10)
+        ]
+
+    assert weights(step) == pytest.approx([0.0] * 6 + [0.3] * 4)
+    assert weights(ramp) == pytest.approx([0.0] * 6 + [0.15, 0.3, 0.3, 0.3])
+    # the weight never exceeds --explore-coef and never precedes the floor
+    long_ramp = step.replace(explore_floor_ramp=0.4, explore_floor_start=0.2)
+    w = weights(long_ramp)
+    assert w[:2] == [0.0, 0.0] and w == sorted(w) and max(w) == pytest.approx(0.3)
+
+
 def test_a_zero_floor_adds_no_loss_and_no_gradient():
     logits = jnp.array([[0.0, -50.0, 3.0] + [-80.0] * 25])
     mask = jnp.ones((1, 28), bool)
@@ -139,6 +157,12 @@ def test_a_zero_floor_adds_no_loss_and_no_gradient():
         ({"explore_floor": 0.0, "explore_floor_end": 0.01}, "needs --explore-floor"),
         ({"explore_floor_start": 1.0}, "--explore-floor-start"),
         ({"explore_floor": 0.02, "explore_coef": -1.0}, "--explore-coef"),
+        ({"explore_floor": 0.02, "explore_floor_ramp": -0.1}, "--explore-floor-ramp"),
+        (
+            {"explore_floor": 0.02, "explore_floor_start": 0.6, "explore_floor_ramp": 0.5},
+            "--explore-floor-ramp",
+        ),
+        ({"explore_floor": 0.0, "explore_floor_ramp": 0.1}, "ramp needs --explore-floor"),
     ],
 )
 def test_validate_rejects_bad_floors(kw, msg):
@@ -148,11 +172,13 @@ def test_validate_rejects_bad_floors(kw, msg):
 
 def test_cli_flags_reach_the_config():
     args = build_parser().parse_args(
-        ["--explore-floor", "0.02", "--explore-floor-end", "0.001", "--explore-coef", "0.3"]
-    )
+        ["--explore-floor", "0.02", "--explore-floor-end", "0.001", "--explore-coef", "0.3",
+         "--explore-floor-ramp", "0.1"]
+    )  # fmt: skip
     cfg, explicit = config_from_args(args)
     assert (cfg.explore_floor, cfg.explore_floor_end, cfg.explore_coef) == (0.02, 0.001, 0.3)
-    assert {"explore_floor", "explore_floor_end", "explore_coef"} <= explicit
+    assert cfg.explore_floor_ramp == 0.1
+    assert {"explore_floor", "explore_floor_end", "explore_coef", "explore_floor_ramp"} <= explicit
     assert TrainConfig().explore_floor == 0.0  # off by default: the reference PPO
 
 

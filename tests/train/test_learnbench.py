@@ -125,6 +125,23 @@ def test_combine_ignores_bookkeeping_fields_only(tmp_path):
         combine([str(a), str(b)], tmp_path / "o", "x")
 
 
+def test_combine_reads_a_field_missing_from_an_older_config_as_its_default(tmp_path):
+    import json
+
+    import pytest
+    from hackmatrix_train.config import TrainConfig
+    from hackmatrix_train.learnbench import combine
+
+    old, same, other = tmp_path / "old.json", tmp_path / "same.json", tmp_path / "other.json"
+    old.write_text(json.dumps(_summary(0, 1.0)))  # saved before explore_floor_ramp existed
+    ramp_off = TrainConfig().explore_floor_ramp
+    same.write_text(json.dumps(_summary(1, 3.0, explore_floor_ramp=ramp_off)))
+    other.write_text(json.dumps(_summary(1, 3.0, explore_floor_ramp=ramp_off + 0.1)))
+    assert combine([str(old), str(same)], tmp_path / "o", "x")["seeds"] == [0, 1]
+    with pytest.raises(ValueError, match="explore_floor_ramp"):
+        combine([str(old), str(other)], tmp_path / "o", "x")
+
+
 def test_from_runs_refuses_missing_runs_with_a_clear_error(tmp_path, capsys):
     import pytest
     from hackmatrix_train.learnbench import main

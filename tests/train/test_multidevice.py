@@ -103,7 +103,8 @@ SAME_STEP_SCRIPT = textwrap.dedent(
                        jax.random.normal(k[2], (n,)), zeros, zeros > 0, zeros > 0, zeros)
     mb = (batch, 3.0 + 2.0 * jax.random.normal(k[3], (n,)), jax.random.normal(k[4], (n,)))
     step = partial(minibatch_step, apply_fn=net.apply, tx=tx, cfg=cfg,
-                   ent_coef=jnp.float32(0.02), floor=jnp.float32(0.01))
+                   ent_coef=jnp.float32(0.02), floor=jnp.float32(0.01),
+                   floor_weight=jnp.float32(0.1))
     one, _, _ = jax.jit(step)(params, opt, mb)
     mesh = Mesh(np.array(jax.devices()), ("d",))
     sharded = jax.shard_map(lambda p, o, m: step(p, o, m, axis_name="d")[0], mesh=mesh,

@@ -92,6 +92,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="fraction of the run before the floor switches on (then annealed over the rest)",
     )
     add("--explore-coef", help="weight of the exploration-floor penalty")
+    add(
+        "--explore-floor-ramp",
+        help="fraction of the run over which the penalty's weight rises from 0 to "
+        "--explore-coef after the switch-on (0: at once)",
+    )
     add("--reward-scale", help="multiply rewards by this inside the loss")
     add("--network", choices=NETWORKS, help="mlp (flattened obs) or grid (conv over 6x6 cells)")
     add("--hidden-dim")
@@ -165,6 +170,8 @@ def config_from_args(args: argparse.Namespace) -> tuple[TrainConfig, frozenset[s
     cfg = apply_preset(TrainConfig(**ns), getattr(args, "preset", DEFAULT_PRESET), explicit)
     if cfg.explore_floor == 0 and "explore_floor_end" not in explicit:
         cfg = cfg.replace(explore_floor_end=None)  # --explore-floor 0 turns the floor off
+    if cfg.explore_floor == 0 and "explore_floor_ramp" not in explicit:
+        cfg = cfg.replace(explore_floor_ramp=0.0)
     return cfg, explicit
 
 

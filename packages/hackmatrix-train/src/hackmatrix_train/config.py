@@ -99,6 +99,9 @@ class TrainConfig:
     # programs (specs/train.md §5)
     explore_floor_start: float = 0.0
     explore_coef: float = 0.1  # weight of the floor penalty in the loss
+    # fraction of the run over which that weight rises linearly from 0 to explore_coef after
+    # the switch-on (0: a step), so the penalty does not hit the policy all at once
+    explore_floor_ramp: float = 0.0
     reward_scale: float = 1.0  # rewards are multiplied by this inside the loss only
     # network
     network: str = "mlp"
@@ -225,12 +228,19 @@ def validate(cfg: TrainConfig, num_devices: int = 1) -> None:
             f"--explore-floor-start must lie in [0, 1) (a fraction of the run), "
             f"got {cfg.explore_floor_start}"
         )
+    if not 0.0 <= cfg.explore_floor_ramp <= 1.0 - cfg.explore_floor_start:
+        raise ValueError(
+            f"--explore-floor-ramp must lie in [0, 1 - --explore-floor-start] (a fraction of "
+            f"the run after the switch-on), got {cfg.explore_floor_ramp}"
+        )
     if cfg.final_eval_episodes < 0:
         raise ValueError(f"--final-eval-episodes must be >= 0, got {cfg.final_eval_episodes}")
     if cfg.explore_coef < 0:
         raise ValueError(f"--explore-coef must be >= 0, got {cfg.explore_coef}")
     if cfg.explore_floor_end is not None and cfg.explore_floor == 0:
         raise ValueError("--explore-floor-end needs --explore-floor > 0 (the start value)")
+    if cfg.explore_floor_ramp > 0 and cfg.explore_floor == 0:
+        raise ValueError("--explore-floor-ramp needs --explore-floor > 0")
     if cfg.history_depth < 1:
         raise ValueError(f"--history-depth must be >= 1, got {cfg.history_depth}")
 

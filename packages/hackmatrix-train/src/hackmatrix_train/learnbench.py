@@ -18,19 +18,20 @@ from __future__ import annotations
 
 import argparse
 import csv
+import dataclasses
 import json
 import shlex
 import sys
 import time
 from pathlib import Path
 
-from hackmatrix_train.config import RUN_BOOKKEEPING
+from hackmatrix_train.config import RUN_BOOKKEEPING, TrainConfig
 
 CURVE_KEYS = (
     "train/episode_return", "train/episode_length", "train/num_episodes", "stats/mean_stage",
     "stats/highest_stage", "stats/win_rate", "actions/siphon_frac", "actions/program_frac",
     "actions/kind_attack_frac", "train/entropy", "train/approx_kl", "train/clip_frac",
-    "train/explained_variance", "train/ent_coef", "train/explore_floor", "train/floor_loss",
+    "train/explained_variance", "train/ent_coef", "train/explore_floor", "train/explore_weight", "train/floor_loss",
 )  # fmt: skip
 # Periodic evaluation (--eval-every): the sampled policy on whole episodes of the real game
 # (stage 1), unbiased by the short-episode skew of training returns.
@@ -182,11 +183,22 @@ def read_curves(path: Path) -> list[dict]:
 BOOKKEEPING_FIELDS = RUN_BOOKKEEPING | {"seed", "notes", "run_name"}
 
 
+def _learning_fields(config: dict) -> dict:
+    """The fields of a saved config that change what a run learns; a field added to
+    ``TrainConfig`` after the config was saved counts as its default (what the run used)."""
+    defaults = {
+        f.name: f.default
+        for f in dataclasses.fields(TrainConfig)
+        if f.default is not dataclasses.MISSING
+    }
+    return {k: v for k, v in {**defaults, **config}.items() if k not in BOOKKEEPING_FIELDS}
+
+
 def check_same_config(configs: list[dict], what: str) -> None:
     """Raise ``ValueError`` naming the fields where the configs differ (bookkeeping aside)."""
-    base = {k: v for k, v in configs[0].items() if k not in BOOKKEEPING_FIELDS}
+    base = _learning_fields(configs[0])
     for other in configs[1:]:
-        a = {k: v for k, v in other.items() if k not in BOOKKEEPING_FIELDS}
+        a = _learning_fields(other)
         if a != base:
             diff = sorted(k for k in a.keys() | base.keys() if a.get(k) != base.get(k))
             raise ValueError(f"{what}: the runs' configs differ in {diff}")
@@ -231,7 +243,6 @@ def from_runs(paths: list[str], out: Path, tag: str, hardware: str | None, comma
     """
     from hackmatrix_train import checkpoint as ckpt
     from hackmatrix_train.cli import evaluate_checkpoint
-    from hackmatrix_train.config import TrainConfig
 
     metas = [ckpt.load_params(p)[1] for p in paths]
     check_same_config([m["config"] for m in metas], "--from-runs")

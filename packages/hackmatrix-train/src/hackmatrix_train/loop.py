@@ -165,6 +165,7 @@ class Trainer:
             "train/learning_rate": s["lr"] / n,
             "train/ent_coef": s["ent_coef"] / n,
             "train/explore_floor": s["explore_floor"] / n,
+            "train/explore_weight": s["explore_weight"] / n,
             "train/update": update.astype(f32),
             "train/invalid_actions": s["invalid"],
         }

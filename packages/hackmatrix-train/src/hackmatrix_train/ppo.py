@@ -174,6 +174,21 @@ def explore_floor(cfg, num_updates: int, update: jax.Array) -> jax.Array | None:
     return jnp.where(update >= start, later, jnp.float32(0.0))
 
 
+def explore_weight(cfg, num_updates: int, update: jax.Array, floor: jax.Array) -> jax.Array:
+    """The floor penalty's weight this update: 0 while the floor is off, else ``explore_coef``,
+    reached linearly over ``explore_floor_ramp`` (a fraction of the run) after the switch-on.
+
+    A ramp of 0 is a step: the full weight from the first update with a floor.
+    """
+    on = floor > 0
+    if cfg.explore_floor_ramp == 0:
+        return cfg.explore_coef * on
+    start = round(cfg.explore_floor_start * num_updates)
+    ramp = max(round(cfg.explore_floor_ramp * num_updates), 1)
+    rise = jnp.clip((update - start + 1).astype(jnp.float32) / ramp, 0.0, 1.0)
+    return jnp.float32(cfg.explore_coef) * rise * on
+
+
 def _pmean(x, axis_name):
     return x if axis_name is None else jax.lax.pmean(x, axis_name)
 
@@ -183,19 +198,21 @@ def _psum(x, axis_name):
 
 
 def minibatch_step(
-    params, opt_state, mb, *, apply_fn, tx, cfg, ent_coef, floor, axis_name=None
+    params, opt_state, mb, *, apply_fn, tx, cfg, ent_coef, floor, floor_weight,
+    axis_name=None,
 ):  # fmt: skip
     """One gradient step on a minibatch ``(transitions, advantages, targets)``.
 
     Under ``shard_map`` each device holds an equal slice of the minibatch; advantages are
     normalised over the whole minibatch and the gradients averaged over ``axis_name``, so the
     step equals the single-device step on the gathered minibatch (to float rounding).
-    A floor of 0 (before ``explore_floor_start``) adds exactly nothing to the loss.
+    A floor of 0 (before ``explore_floor_start``) adds exactly nothing to the loss;
+    ``floor_weight`` (``explore_weight``) scales the floor penalty.
     """
     t, a, tg = mb
     grads, aux = jax.grad(ppo_loss, has_aux=True)(
         params, apply_fn, t, a, tg, cfg.clip_eps, cfg.vf_coef, ent_coef,
-        floor, cfg.explore_coef * (floor > 0) if floor is not None else 0.0, axis_name,
+        floor, floor_weight if floor is not None else 0.0, axis_name,
     )  # fmt: skip
     grads = _pmean(grads, axis_name)
     updates, opt_state = tx.update(grads, opt_state, params)
@@ -216,6 +233,7 @@ def make_update(cfg, apply_fn, tx, env, env_params, num_updates: int, axis_name=
         adv, targets = compute_gae(traj, last_value, cfg.gamma, cfg.gae_lambda, cfg.reward_scale)
         ent_coef = entropy_coef(cfg, num_updates, runner.update)
         floor = explore_floor(cfg, num_updates, runner.update)
+        weight = None if floor is None else explore_weight(cfg, num_updates, runner.update, floor)
 
         flat = jax.tree.map(lambda x: x.reshape((-1, *x.shape[2:])), (traj, adv, targets))
         batch_size = adv.size
@@ -223,7 +241,7 @@ def make_update(cfg, apply_fn, tx, env, env_params, num_updates: int, axis_name=
         def grad_step(carry, mb):
             params, opt_state, aux = minibatch_step(
                 *carry, mb, apply_fn=apply_fn, tx=tx, cfg=cfg, ent_coef=ent_coef, floor=floor,
-                axis_name=axis_name,
+                floor_weight=weight, axis_name=axis_name,
             )  # fmt: skip
             return (params, opt_state), aux
 
@@ -259,6 +277,7 @@ def make_update(cfg, apply_fn, tx, env, env_params, num_updates: int, axis_name=
         raw["lr"] = learning_rate(cfg, num_updates, runner.update)
         raw["ent_coef"] = ent_coef
         raw["explore_floor"] = jnp.float32(0.0) if floor is None else floor
+        raw["explore_weight"] = jnp.float32(0.0) if floor is None else weight
         runner = runner.replace(
             params=params,
             opt_state=opt_state,
