@@ -130,6 +130,28 @@ def test_masked_actions_are_never_sampled(untrained_rollout):
     assert (actions[masked] != 0).all() and set(np.unique(actions[masked])) == {1, 2}
 
 
+def test_grad_norm_metric_is_the_norm_before_clipping(suite_trained, untrained_rollout):
+    """``grad_norm`` is the loss gradient's global norm before ``--max-grad-norm`` clips it."""
+    import optax
+    from hackmatrix_train.ppo import make_optimizer, minibatch_step
+
+    trainer, traj = suite_trained[0], untrained_rollout[0]
+    cfg = trainer.cfg.replace(max_grad_norm=1e-5)  # far below the norm: the step is clipped
+    params = trainer.init().params
+    flat = jax.tree.map(lambda x: x.reshape((-1, *x.shape[2:])), traj)
+    adv = jnp.linspace(-1.0, 1.0, flat.reward.shape[0])
+    tx = make_optimizer(cfg, 10)
+    _, _, aux = minibatch_step(
+        params, tx.init(params), (flat, adv, adv), apply_fn=trainer.network.apply, tx=tx,
+        cfg=cfg, ent_coef=0.01, floor=None, floor_weight=None,
+    )  # fmt: skip
+    grads = jax.grad(lambda p: ppo_loss(p, trainer.network.apply, flat, adv, adv, cfg.clip_eps,
+                                        cfg.vf_coef, 0.01)[0])(params)  # fmt: skip
+    expected = float(optax.global_norm(grads))
+    assert expected > 100 * cfg.max_grad_norm
+    assert float(aux["grad_norm"]) == pytest.approx(expected, rel=1e-5)
+
+
 def test_importance_ratio_is_exactly_one_at_rollout_params(untrained_rollout):
     _, _, full, part = untrained_rollout
     assert float(full["ratio_max_dev"]) == 0.0

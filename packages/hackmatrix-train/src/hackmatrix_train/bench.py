@@ -27,6 +27,7 @@ def bench_one(
     env_name: str,
     warmup: int = 1,
     hidden_dim: int = 256,
+    update_epochs: int | None = None,
 ) -> dict:
     import jax
 
@@ -36,10 +37,14 @@ def bench_one(
     cfg = apply_preset(TrainConfig(), DEFAULT_PRESET).replace(
         num_envs=num_envs, num_steps=num_steps, network=network, hidden_dim=hidden_dim
     )
+    if update_epochs is not None:
+        cfg = cfg.replace(update_epochs=update_epochs)
     if env_name == "probe":
         cfg = cfg.replace(explore_floor=0.0, explore_floor_end=None)  # no siphon/program groups
     cfg = cfg.replace(total_timesteps=cfg.batch_size * (updates + 1) * 4)
     fixed = frozenset({"num_steps", "network", "hidden_dim"})
+    if update_epochs is not None:
+        fixed |= {"update_epochs"}
     cfg = plan(cfg, fixed, jax.device_count(), jax.default_backend())
     env = env_params = None
     if env_name == "probe":  # for machines without hackmatrix_env.HackMatrix
@@ -94,6 +99,10 @@ def main(argv=None) -> int:
     p.add_argument(
         "--hidden-dim", type=int, nargs="+", default=[256], help="network width(s) (default 256)"
     )
+    p.add_argument(
+        "--update-epochs", type=int, nargs="+", default=[None],
+        help="PPO epochs per update (default: the preset's, auto-scaled)",
+    )  # fmt: skip
     p.add_argument("--env", default="hackmatrix", choices=["hackmatrix", "probe"])
     p.add_argument("--warmup", type=int, default=1, help="untimed updates after compiling")
     p.add_argument("--json", default=None)
@@ -113,9 +122,15 @@ def main(argv=None) -> int:
     )
     hdr = f"{'network':>7} {'hidden':>6} {'envs':>6} {'mb':>3} {'ep':>3} {'init s':>7} {'compile s':>9} {'steps/s':>10}"
     print(hdr)
-    settings = [(net, h, n) for net in args.network for h in args.hidden_dim for n in args.num_envs]
-    for net, hidden, n in settings:
-        r = bench_one(n, args.updates, net, args.num_steps, args.env, args.warmup, hidden)
+    settings = [
+        (net, h, ep, n)
+        for net in args.network
+        for h in args.hidden_dim
+        for ep in args.update_epochs
+        for n in args.num_envs
+    ]
+    for net, hidden, epochs, n in settings:
+        r = bench_one(n, args.updates, net, args.num_steps, args.env, args.warmup, hidden, epochs)
         rows.append(r)
         print(
             f"{net:>7} {hidden:>6} {n:>6} {r['num_minibatches']:>3} {r['update_epochs']:>3} "

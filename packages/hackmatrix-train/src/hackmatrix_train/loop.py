@@ -171,7 +171,7 @@ class Trainer:
         }
         for k in (
             "pg_loss", "vf_loss", "entropy", "approx_kl", "clip_frac", "explained_variance",
-            "floor_loss",
+            "floor_loss", "grad_norm",
         ):  # fmt: skip
             m[f"train/{k}"] = s[k] / n
         for i, name in enumerate(self.component_names):

@@ -215,6 +215,8 @@ def minibatch_step(
         floor, floor_weight if floor is not None else 0.0, axis_name,
     )  # fmt: skip
     grads = _pmean(grads, axis_name)
+    # before clipping: above --max-grad-norm, the clip scales every term's step down together
+    aux = {**aux, "grad_norm": optax.global_norm(grads)}
     updates, opt_state = tx.update(grads, opt_state, params)
     return optax.apply_updates(params, updates), opt_state, aux
 
