@@ -100,7 +100,7 @@ SAME_STEP_SCRIPT = textwrap.dedent(
     action = jax.random.categorical(k[0], jnp.where(obs.action_mask, 0.0, -1e9)).astype(jnp.int32)
     zeros = jnp.zeros(n)
     batch = Transition(obs, action, jax.random.normal(k[1], (n,)) - 2.0,
-                       jax.random.normal(k[2], (n,)), zeros, zeros > 0, zeros > 0, zeros)
+                       jax.random.normal(k[2], (n,)), zeros, zeros > 0, zeros > 0, zeros, zeros)
     mb = (batch, 3.0 + 2.0 * jax.random.normal(k[3], (n,)), jax.random.normal(k[4], (n,)))
     step = partial(minibatch_step, apply_fn=net.apply, tx=tx, cfg=cfg,
                    ent_coef=jnp.float32(0.02), floor=jnp.float32(0.01),

@@ -35,6 +35,7 @@ def _traj(reward, value, terminated, truncated, final_value):
         terminated=col(terminated, bool),
         truncated=col(truncated, bool),
         final_value=col(final_value),
+        shaping=col(np.zeros(len(reward))),
     )
 
 

@@ -98,6 +98,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--explore-coef after the switch-on (0: at once)",
     )
     add("--reward-scale", help="multiply rewards by this inside the loss")
+    add(
+        "--program-potential",
+        help="potential-based shaping inside the loss: phi = this x programs owned (0: off); "
+        "returns and evaluations stay the game's reward",
+    )
     add("--network", choices=NETWORKS, help="mlp (flattened obs) or grid (conv over 6x6 cells)")
     add("--hidden-dim")
     add("--num-layers")

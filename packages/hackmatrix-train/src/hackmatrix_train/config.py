@@ -103,6 +103,9 @@ class TrainConfig:
     # the switch-on (0: a step), so the penalty does not hit the policy all at once
     explore_floor_ramp: float = 0.0
     reward_scale: float = 1.0  # rewards are multiplied by this inside the loss only
+    # potential-based shaping in the loss only: phi = this x programs owned (specs/train.md §5);
+    # 0 = off. The game's reward and every logged or evaluated return stay canonical.
+    program_potential: float = 0.0
     # network
     network: str = "mlp"
     hidden_dim: int = 256
@@ -241,6 +244,8 @@ def validate(cfg: TrainConfig, num_devices: int = 1) -> None:
         raise ValueError("--explore-floor-end needs --explore-floor > 0 (the start value)")
     if cfg.explore_floor_ramp > 0 and cfg.explore_floor == 0:
         raise ValueError("--explore-floor-ramp needs --explore-floor > 0")
+    if cfg.program_potential < 0:
+        raise ValueError(f"--program-potential must be >= 0, got {cfg.program_potential}")
     if cfg.history_depth < 1:
         raise ValueError(f"--history-depth must be >= 1, got {cfg.history_depth}")
 

@@ -67,6 +67,10 @@ class Trainer:
         self.component_names = comp_names
         self.is_hackmatrix = self.num_actions == HACKMATRIX_ACTIONS and prog_names is not None
         self.program_names = prog_names if self.is_hackmatrix else ()
+        if cfg.program_potential > 0 and not hasattr(obs1, "programs"):
+            raise ValueError(
+                "--program-potential needs an observation with a `programs` field (HackMatrix)"
+            )
         if cfg.explore_floor > 0 and self.num_actions != HACKMATRIX_ACTIONS:
             raise ValueError(
                 f"--explore-floor needs the HackMatrix action space ({HACKMATRIX_ACTIONS} "
@@ -168,6 +172,8 @@ class Trainer:
             "train/explore_weight": s["explore_weight"] / n,
             "train/update": update.astype(f32),
             "train/invalid_actions": s["invalid"],
+            # the trainer's shaping (loss only), per env step; train/episode_return excludes it
+            "train/shaping_per_step": s["shaping"] / jnp.maximum(s["action_counts"].sum(), 1.0),
         }
         for k in (
             "pg_loss", "vf_loss", "entropy", "approx_kl", "clip_frac", "explained_variance",
@@ -193,6 +199,7 @@ class Trainer:
             m["stats/highest_stage"] = s["ep_stage_max"]
             m["stats/win_rate"] = s["ep_wins"] / eps
             m["stats/history_overflow_frac"] = s["ep_overflow"] / eps
+            m["stats/programs_owned"] = s["programs_owned"] / total
         else:
             for i in range(self.num_actions):
                 m[f"actions/a{i}_frac"] = counts[i] / total

@@ -15,7 +15,7 @@ from flax import struct
 from hackmatrix_env.constants import NUM_ACTIONS, Action
 
 from hackmatrix_train.network import masked_categorical
-from hackmatrix_train.rollout import EpisodeAcc, Transition, collect_rollout
+from hackmatrix_train.rollout import EpisodeAcc, Transition, collect_rollout, program_potential
 
 
 def compute_gae(
@@ -24,7 +24,8 @@ def compute_gae(
     """Generalised advantage estimation over [T, N] (specs/train.md §3).
 
     ``terminated`` zeroes the bootstrap, ``done = terminated | truncated`` cuts the trace, and a
-    truncated step bootstraps from V(final_observation) instead of V(reset observation).
+    truncated step bootstraps from V(final_observation) instead of V(reset observation). The
+    trainer's shaping term (``Transition.shaping``, 0 when off) is added to the reward here only.
     Returns ``(advantages, value_targets)``.
     """
 
@@ -33,7 +34,7 @@ def compute_gae(
         next_v = jnp.where(t.truncated, t.final_value, next_value)
         not_term = 1.0 - t.terminated.astype(jnp.float32)
         not_done = 1.0 - (t.terminated | t.truncated).astype(jnp.float32)
-        delta = t.reward * reward_scale + gamma * next_v * not_term - t.value
+        delta = (t.reward + t.shaping) * reward_scale + gamma * next_v * not_term - t.value
         gae = delta + gamma * lam * not_done * gae
         return (gae, t.value), gae
 
@@ -224,12 +225,13 @@ def minibatch_step(
 def make_update(cfg, apply_fn, tx, env, env_params, num_updates: int, axis_name=None):
     """Build ``update(runner) -> (runner, raw_metrics)``: one rollout + PPO epochs."""
     num_mb = cfg.num_minibatches
+    potential = program_potential(cfg.program_potential)
 
     def update(runner: RunnerState):
         k_roll, k_epochs, k_next = jax.random.split(runner.key, 3)
         env_state, obs, acc, traj, stats = collect_rollout(
             k_roll, apply_fn, runner.params, env, env_params, runner.env_state, runner.obs,
-            runner.acc, cfg.num_steps,
+            runner.acc, cfg.num_steps, potential, cfg.gamma,
         )  # fmt: skip
         _, last_value = apply_fn(runner.params, obs)
         adv, targets = compute_gae(traj, last_value, cfg.gamma, cfg.gae_lambda, cfg.reward_scale)

@@ -32,6 +32,7 @@ class Transition(NamedTuple):
     terminated: jax.Array  # bool  zero the bootstrap
     truncated: jax.Array  # bool  bootstrap from final_value
     final_value: jax.Array  # f32   V(info["final_observation"]) where truncated, else 0
+    shaping: jax.Array  # f32   the trainer's shaping term (loss only), 0 when off
 
 
 @struct.dataclass
@@ -66,6 +67,30 @@ def stage_of(env_state, num_envs: int) -> jax.Array:
     return game.stage.astype(jnp.int32)
 
 
+def program_potential(coef: float):
+    """``obs -> f32[N]``: the shaping potential ``coef`` x programs owned, or None when 0.
+
+    HackMatrix observations carry ``programs`` (int32[N, 23] ownership flags, interface §3.3).
+    """
+    if coef == 0:
+        return None
+    return lambda obs: jnp.float32(coef) * obs.programs.sum(-1).astype(jnp.float32)
+
+
+def shaping_term(potential, gamma: float, obs, final_obs, terminated) -> jax.Array:
+    """``gamma * phi(s') - phi(s)`` (potential-based shaping; 0 when ``potential`` is None).
+
+    ``s'`` is the stepped state's observation (``final_observation``, before any auto-reset),
+    and ``phi(s') = 0`` where the episode terminated, so over an episode the terms sum to
+    ``-phi(s_0)`` plus discounting: shaping of this form leaves the optimal policy of the
+    game's reward unchanged (Ng, Harada and Russell 1999), and a potential cannot be farmed.
+    """
+    if potential is None:
+        return jnp.zeros(terminated.shape, jnp.float32)
+    phi_next = jnp.where(terminated, 0.0, potential(final_obs))
+    return jnp.float32(gamma) * phi_next - potential(obs)
+
+
 def collect_rollout(
     key: jax.Array,
     apply_fn,
@@ -76,11 +101,15 @@ def collect_rollout(
     obs,
     acc: EpisodeAcc,
     num_steps: int,
+    potential=None,
+    gamma: float = 0.99,
 ):
     """Run ``num_steps`` vectorised env steps under the current policy.
 
     Returns ``(env_state, obs, acc, traj, stats)``: ``traj`` a Transition with leaves [T, N, ...]
-    and ``stats`` a dict of sums over completed episodes and action counts.
+    and ``stats`` a dict of sums over completed episodes and action counts. ``potential``
+    (``program_potential``) adds the shaping term of ``shaping_term`` to each transition; the
+    game's reward, the episode sums and every logged return stay canonical.
     """
     num_envs = obs.action_mask.shape[0]
     num_actions = obs.action_mask.shape[-1]
@@ -108,6 +137,7 @@ def collect_rollout(
             info["final_observation"],
         )
         done = terminated | truncated
+        shaping = shaping_term(potential, gamma, obs, info["final_observation"], terminated)
 
         breakdown = info.get("reward_breakdown")
         if breakdown is None or num_components == 0:
@@ -144,6 +174,12 @@ def collect_rollout(
             "invalid": info.get("invalid_action", jnp.zeros(num_envs, bool))
             .astype(jnp.float32)
             .sum(),
+            "shaping": shaping.sum(),
+            "programs_owned": (
+                obs.programs.sum().astype(jnp.float32)
+                if hasattr(obs, "programs")
+                else jnp.float32(0.0)
+            ),
         }
         keep = ~done
         acc = EpisodeAcc(
@@ -152,7 +188,9 @@ def collect_rollout(
             breakdown=jnp.where(keep[:, None], ep_breakdown, 0.0),
             stage=jnp.where(keep, ep_stage, 0),
         )
-        t = Transition(obs, action, log_prob, value, reward, terminated, truncated, final_value)
+        t = Transition(
+            obs, action, log_prob, value, reward, terminated, truncated, final_value, shaping
+        )
         return (env_state, next_obs, acc), (t, stats)
 
     (env_state, obs, acc), (traj, stats) = jax.lax.scan(
