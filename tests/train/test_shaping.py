@@ -31,7 +31,7 @@ PARAMS = EnvParams()
 def test_siphoning_a_program_block_earns_gamma_times_the_new_potential():
     state = make_state((2, 2), siphons=1, owned=["wait"], blocks=[("program", (3, 2), "push")])
     obs = ENV.get_obs(state, PARAMS)
-    _, _, reward, terminated, _, info = ENV.step(
+    _, _, _, terminated, _, info = ENV.step(
         jax.random.key(0), state, jnp.int32(Action.SIPHON), PARAMS
     )
     final = info["final_observation"]
