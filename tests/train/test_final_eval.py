@@ -51,6 +51,7 @@ def test_undo_across_a_stage_change_is_counted_as_a_quirk_completion():
     assert int(acc["quirk_completions"][0]) == 1
     assert int(acc["stage"][0]) == 3
     s = summarize(acc)
+    assert s["programs_owned_mean"] == 1.0  # UNDO, owned from the start
     assert s["stage_completions_by_exit"] == 1 and s["stage_completions_by_undo_quirk"] == 1
     assert s["programs_per_episode"] == 1.0 and s["non_undo_programs_per_episode"] == 0.0
 
@@ -61,6 +62,15 @@ def test_ordinary_exits_are_not_quirk_completions():
     assert restored == [False, False]
     assert int(end.game.stage) == 2
     assert (int(acc["exit_completions"][0]), int(acc["quirk_completions"][0])) == (1, 0)
+
+
+def test_programs_owned_counts_a_program_siphoned_during_the_episode():
+    start = make_state((2, 2), siphons=1, owned=["wait"], blocks=[("program", (3, 2), "push")])
+    acc, _, end = _play(start, [int(Action.SIPHON), RIGHT])
+    assert int(end.game.num_owned) == 2
+    assert int(acc["programs_owned"][0]) == 2
+    plain, _, _ = _play(make_state((2, 2), owned=["wait"]), [RIGHT, RIGHT])
+    assert int(plain["programs_owned"][0]) == 1
 
 
 def test_summary_schema_counts_programs_without_undo():
@@ -74,13 +84,14 @@ def test_summary_schema_counts_programs_without_undo():
         "alive": np.zeros(n, bool), "ret": np.arange(n, dtype=np.float32),
         "length": np.full(n, 10), "stage": np.array([1, 5, 6, 8]), "won": np.array([0, 0, 0, 1], bool),
         "actions": actions, "exit_completions": np.array([0, 4, 5, 8]),
-        "quirk_completions": np.array([0, 0, 0, 1]),
+        "quirk_completions": np.array([0, 0, 0, 1]), "programs_owned": np.array([0, 1, 2, 5]),
     }  # fmt: skip
     s = summarize(result)
     assert s["siphons_per_episode"] == 3.0
     assert s["non_undo_programs_per_episode"] == pytest.approx(3 / 4)
     assert s["programs_per_episode"] == pytest.approx(8 / 4)
     assert s["distinct_programs_used"] == 3
+    assert s["programs_owned_mean"] == 2.0
     assert s["stage_5plus_frac"] == 0.75 and s["win_rate"] == 0.25
     assert (s["stage_completions_by_exit"], s["stage_completions_by_undo_quirk"]) == (17, 1)
     json.dumps(s)  # JSON-ready

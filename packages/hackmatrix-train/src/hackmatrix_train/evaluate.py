@@ -19,7 +19,13 @@ import numpy as np
 from hackmatrix_env.constants import Action, Content
 
 from hackmatrix_train.network import masked_categorical
-from hackmatrix_train.rollout import STAGE_COMPONENT, VICTORY_COMPONENT, hackmatrix_game, stage_of
+from hackmatrix_train.rollout import (
+    STAGE_COMPONENT,
+    VICTORY_COMPONENT,
+    hackmatrix_game,
+    programs_owned_of,
+    stage_of,
+)
 
 
 def on_restored_board(state) -> jax.Array:
@@ -49,6 +55,7 @@ def new_tally(state, num_episodes: int, num_actions: int) -> dict:
         "actions": jnp.zeros((n, num_actions), jnp.int32),
         "exit_completions": jnp.zeros(n, jnp.int32),
         "quirk_completions": jnp.zeros(n, jnp.int32),
+        "programs_owned": programs_owned_of(state, n),
     }
 
 
@@ -81,6 +88,12 @@ def tally_step(acc: dict, state_before, action, reward, terminated, truncated, i
         "actions": acc["actions"] + played,
         "exit_completions": acc["exit_completions"] + (finished & ~restored),
         "quirk_completions": acc["quirk_completions"] + (finished & restored),
+        # the most programs owned at once, over the states the episode's actions came from
+        "programs_owned": jnp.where(
+            alive,
+            jnp.maximum(acc["programs_owned"], programs_owned_of(state_before, n)),
+            acc["programs_owned"],
+        ),
     }
 
 
@@ -164,6 +177,8 @@ def summarize(result: dict, program_names=()) -> dict:
         others = np.delete(actions[:, 5:], int(Action.UNDO) - int(Action.PUSH), axis=1)
         out["non_undo_programs_per_episode"] = float(others.sum() / n)
         out["distinct_programs_used"] = int((actions[:, 5:].sum(axis=0) > 0).sum())
+    if "programs_owned" in r:
+        out["programs_owned_mean"] = float(r["programs_owned"].mean())
     return out
 
 

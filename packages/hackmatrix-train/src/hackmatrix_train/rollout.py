@@ -91,6 +91,14 @@ def shaping_term(potential, gamma: float, obs, final_obs, terminated) -> jax.Arr
     return jnp.float32(gamma) * phi_next - potential(obs)
 
 
+def programs_owned_of(env_state, num_envs: int) -> jax.Array:
+    """int32[N]: the programs each HackMatrix row owns (0 for another env's state)."""
+    game = hackmatrix_game(env_state)
+    if game is None:
+        return jnp.zeros(num_envs, jnp.int32)
+    return game.num_owned.astype(jnp.int32)
+
+
 def collect_rollout(
     key: jax.Array,
     apply_fn,
