@@ -132,6 +132,7 @@ def collect_rollout(
         action = pi.sample(seed=k_act).astype(jnp.int32)
         log_prob = pi.log_prob(action)
         stage_before = stage_of(env_state, num_envs)
+        programs_owned = programs_owned_of(env_state, num_envs)
         next_obs, env_state, reward, terminated, truncated, info = step_fn(
             jax.random.split(k_env, num_envs), env_state, action, env_params
         )
@@ -183,11 +184,7 @@ def collect_rollout(
             .astype(jnp.float32)
             .sum(),
             "shaping": shaping.sum(),
-            "programs_owned": (
-                obs.programs.sum().astype(jnp.float32)
-                if hasattr(obs, "programs")
-                else jnp.float32(0.0)
-            ),
+            "programs_owned": programs_owned.sum().astype(jnp.float32),
         }
         keep = ~done
         acc = EpisodeAcc(
