@@ -12,7 +12,14 @@ from hackmatrix_env.constants import NUM_ACTIONS, Action
 from hackmatrix_train.cli import build_parser, config_from_args
 from hackmatrix_train.config import TrainConfig, validate
 from hackmatrix_train.loop import make_train
-from hackmatrix_train.ppo import explore_floor, explore_weight, floor_penalty
+from hackmatrix_train.ppo import (
+    entropy_coef,
+    explore_floor,
+    explore_weight,
+    floor_penalty,
+    learning_rate,
+    make_schedule,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
@@ -105,17 +112,19 @@ def test_floor_holds_an_action_the_loss_pushes_out():
 
 def test_floor_schedule():
     off = TrainConfig(explore_floor=0.0, explore_floor_end=None)
-    assert explore_floor(off, 10, jnp.int32(3)) is None
+    assert explore_floor(off, make_schedule(off, 10), jnp.int32(3)) is None
     const = TrainConfig(explore_floor=0.02, explore_floor_end=None, explore_floor_start=0.0)
-    assert float(explore_floor(const, 10, jnp.int32(7))) == pytest.approx(0.02)
+    assert float(explore_floor(const, make_schedule(const, 10), jnp.int32(7))) == pytest.approx(
+        0.02
+    )
     ramp = TrainConfig(explore_floor=0.02, explore_floor_end=0.0, explore_floor_start=0.0)
-    assert float(explore_floor(ramp, 10, jnp.int32(5))) == pytest.approx(0.01)
-    assert float(explore_floor(ramp, 10, jnp.int32(10))) == pytest.approx(0.0)
+    assert float(explore_floor(ramp, make_schedule(ramp, 10), jnp.int32(5))) == pytest.approx(0.01)
+    assert float(explore_floor(ramp, make_schedule(ramp, 10), jnp.int32(10))) == pytest.approx(0.0)
 
 
 def test_floor_starts_after_its_fraction_of_the_run_then_anneals_over_the_rest():
     cfg = TrainConfig(explore_floor=0.02, explore_floor_end=0.0, explore_floor_start=0.6)
-    values = [float(explore_floor(cfg, 10, jnp.int32(u))) for u in range(11)]
+    values = [float(explore_floor(cfg, make_schedule(cfg, 10), jnp.int32(u))) for u in range(11)]
     assert values[:6] == [0.0] * 6  # updates 0..5: off
     assert values[6] == pytest.approx(0.02)  # switched on at 60 % of the run
     assert values[8] == pytest.approx(0.01)  # halfway through the remaining 4 updates
@@ -128,7 +137,8 @@ def test_penalty_weight_is_a_step_by_default_and_ramps_in_when_asked():
 
     def weights(cfg):
         return [
-            float(explore_weight(cfg, 10, jnp.int32(u), explore_floor(cfg, 10, jnp.int32(u))))
+            float(explore_weight(cfg, sched, jnp.int32(u), explore_floor(cfg, sched, jnp.int32(u))))
+            for sched in [make_schedule(cfg, 10)]
             for u in range(10)
         ]
 
@@ -186,3 +196,31 @@ def test_floor_needs_the_hackmatrix_action_space():
     cfg = TrainConfig(num_envs=4, num_steps=4, total_timesteps=64, explore_floor=0.02)
     with pytest.raises(ValueError, match="HackMatrix action space"):
         make_train(cfg, ProbeSuite(), ProbeParams(max_steps_in_episode=4))
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    num_updates=st.integers(1, 5000),
+    start=st.floats(0.0, 0.95),
+    ramp=st.floats(0.0, 0.05),
+    update=st.integers(0, 5000),
+)
+def test_schedule_given_as_traced_data_equals_the_host_schedule(num_updates, start, ramp, update):
+    """The jitted chunk takes the Schedule as int32 data (one compilation for every run length):
+    each schedule value equals the one with the host's Python ints compiled in (to float
+    rounding: XLA may fuse a multiply-add or divide by a reciprocal either way)."""
+    cfg = TrainConfig(
+        explore_floor=0.02, explore_floor_end=0.001, explore_floor_start=start,
+        explore_floor_ramp=ramp, ent_coef=0.02, ent_coef_end=0.002, anneal_lr=True,
+    )  # fmt: skip
+    host = make_schedule(cfg, num_updates)
+    u = jnp.int32(min(update, num_updates))
+
+    def values(sched, u):
+        floor = explore_floor(cfg, sched, u)
+        return (entropy_coef(cfg, sched, u), floor, explore_weight(cfg, sched, u, floor),
+                learning_rate(cfg, sched, u))  # fmt: skip
+
+    traced = jax.jit(values)(jax.tree.map(jnp.int32, host), u)
+    baked = jax.jit(lambda u: values(host, u))(u)  # the run's length as compiled-in constants
+    np.testing.assert_allclose(np.asarray(traced), np.asarray(baked), rtol=1e-5, atol=1e-9)

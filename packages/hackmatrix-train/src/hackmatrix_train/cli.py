@@ -70,6 +70,12 @@ def build_parser() -> argparse.ArgumentParser:
     add("--num-envs", help="parallel environments")
     add("--num-steps", help="steps per env per rollout")
     add("--total-timesteps", type=parse_count, help="env steps to train (10M, 5e6, ...)")
+    add(
+        "--time-budget",
+        type=float,
+        help="minutes for compiling and training: time the compiled update, then train as "
+        "many steps as fit (replaces --total-timesteps; the final evaluation follows)",
+    )
     add("--lr", help="Adam learning rate")
     add("--anneal-lr", action="store_true", help="linear LR decay to 0")
     add("--gamma")
@@ -215,6 +221,7 @@ def run(cfg: TrainConfig, explicit=frozenset(), env=None, env_params=None, out=p
     from hackmatrix_train.logging import Clock, WandbLogger, format_progress
     from hackmatrix_train.loop import make_train
 
+    t_start = time.monotonic()
     devices = jax.devices()
     resume_path, meta = None, {}
     if cfg.rewind is not None and cfg.resume is None:
@@ -252,9 +259,16 @@ def run(cfg: TrainConfig, explicit=frozenset(), env=None, env_params=None, out=p
             runner = warm_start(trainer, runner, cfg.init_params)
             out(f"params initialised from {cfg.init_params}")
 
+    out("compiling ...")
+    t0 = time.perf_counter()
+    trainer.compile(runner)
+    compile_s = time.perf_counter() - t0
+    if cfg.time_budget is not None and resume_path is None:
+        cfg = plan_time_budget(trainer, runner, time.monotonic() - t_start, out)
     batch = cfg.batch_size
     num_updates = trainer.num_updates
     update = int(jax.device_get(runner.update))
+    out(f"compiled in {compile_s:.1f}s; training {num_updates - update} updates")
     config_dict = cfg.to_dict()
     logger = WandbLogger(
         enabled=not cfg.no_wandb and jax.process_index() == 0,
@@ -264,12 +278,6 @@ def run(cfg: TrainConfig, explicit=frozenset(), env=None, env_params=None, out=p
         config=config_dict,
         run_id=meta.get("wandb_id"),
     )
-
-    out("compiling ...")
-    t0 = time.perf_counter()
-    trainer.compile(runner)
-    compile_s = time.perf_counter() - t0
-    out(f"compiled in {compile_s:.1f}s; training {num_updates - update} updates")
 
     def save(r, why: str) -> Path:
         u = int(jax.device_get(r.update))
@@ -348,6 +356,44 @@ def run(cfg: TrainConfig, explicit=frozenset(), env=None, env_params=None, out=p
         "runner": runner,
         "config": cfg,
     }
+
+
+PROBE_UPDATES = 10  # updates timed by --time-budget's probe (at most --log-interval)
+
+
+def budget_updates(budget_s: float, elapsed_s: float, steps_per_second: float, batch: int) -> int:
+    """Updates of ``batch`` env steps that fit the seconds left of the budget (at least one)."""
+    left = max(budget_s - elapsed_s, 0.0)
+    return max(1, int(left * steps_per_second // batch))
+
+
+def plan_time_budget(trainer, runner, elapsed_s: float, out=print) -> TrainConfig:
+    """Fix the run's length so that compiling and training fit ``--time-budget`` minutes.
+
+    A probe times the compiled chunk from ``runner`` and its result is dropped: the run still
+    starts from ``runner``, so a budgeted run equals the fixed-length run of its planned length
+    (same seed, same trajectory), and its checkpoints record that length for ``--resume``. The
+    schedules are data of the compiled chunk (``ppo.Schedule``), so nothing compiles again.
+    Returns the trainer's config with ``total_timesteps`` set to the planned length.
+    """
+    import jax
+
+    cfg = trainer.cfg
+    t0 = time.perf_counter()
+    jax.block_until_ready(trainer.run_chunk(runner, 1))  # the first dispatch is not timed
+    probe = max(1, min(cfg.log_interval, PROBE_UPDATES))
+    t1 = time.perf_counter()
+    jax.block_until_ready(trainer.run_chunk(runner, probe))
+    sps = probe * cfg.batch_size / (time.perf_counter() - t1)
+    elapsed_s += time.perf_counter() - t0
+    updates = budget_updates(cfg.time_budget * 60.0, elapsed_s, sps, cfg.batch_size)
+    trainer.set_num_updates(updates)
+    line = (
+        f"time budget {cfg.time_budget:g} min: {sps:,.0f} steps/s over a {probe}-update probe, "
+        f"{elapsed_s:.0f} s spent: {updates} updates = {updates * cfg.batch_size:,} env steps"
+    )
+    out(line)
+    return trainer.cfg.replace(notes=(*trainer.cfg.notes, line))
 
 
 def describe_budget(total_steps: int, done_steps: int, sps: float, eta_s: float) -> str:

@@ -78,6 +78,9 @@ class TrainConfig:
     num_envs: int = 256
     num_steps: int = 128
     total_timesteps: int = 10_000_000
+    # minutes for compiling and training: when set, the trainer times its compiled chunk and
+    # replaces total_timesteps with what fits (cli.plan_time_budget); None: total_timesteps
+    time_budget: float | None = None
     # optimisation
     lr: float = 2.5e-4
     anneal_lr: bool = False  # linear LR decay to 0 over the run
@@ -244,6 +247,14 @@ def validate(cfg: TrainConfig, num_devices: int = 1) -> None:
         raise ValueError("--explore-floor-end needs --explore-floor > 0 (the start value)")
     if cfg.explore_floor_ramp > 0 and cfg.explore_floor == 0:
         raise ValueError("--explore-floor-ramp needs --explore-floor > 0")
+    if cfg.time_budget is not None:
+        if not (math.isfinite(cfg.time_budget) and cfg.time_budget > 0):
+            raise ValueError(f"--time-budget must be > 0 minutes, got {cfg.time_budget}")
+        if cfg.anneal_lr:
+            raise ValueError(
+                "--time-budget cannot be combined with --anneal-lr: the learning-rate schedule "
+                "is compiled into the optimizer before the budget fixes the run's length"
+            )
     if cfg.program_potential < 0:
         raise ValueError(f"--program-potential must be >= 0, got {cfg.program_potential}")
     if cfg.history_depth < 1:
@@ -302,11 +313,15 @@ def plan(
 def describe_plan(cfg: TrainConfig, num_devices: int = 1) -> str:
     """A few human lines: batch geometry, updates, gradient steps."""
     lines = list(cfg.notes)
+    length = (
+        f"{cfg.num_updates} updates = {cfg.num_updates * cfg.batch_size:,} env steps"
+        if cfg.time_budget is None
+        else f"as many updates as fit --time-budget {cfg.time_budget:g} min"
+    )
     lines.append(
         f"plan: {cfg.num_envs} envs x {cfg.num_steps} steps = batch {cfg.batch_size} "
         f"on {num_devices} device(s); {cfg.num_minibatches} minibatches of "
         f"{cfg.batch_size // cfg.num_minibatches}, {cfg.update_epochs} epochs; "
-        f"{cfg.num_updates} updates = {cfg.num_updates * cfg.batch_size:,} env steps; "
-        f"network={cfg.network} hidden={cfg.hidden_dim}x{cfg.num_layers}"
+        f"{length}; network={cfg.network} hidden={cfg.hidden_dim}x{cfg.num_layers}"
     )
     return "\n".join(lines)

@@ -1,7 +1,7 @@
 """``make_train``: runner-state init and a jitted chunk of updates, data-parallel over devices.
 
-The chunk runs ``n`` updates (``n`` is traced, so one compilation serves every chunk length)
-inside ``jax.shard_map`` over a 1-D mesh ``("data",)`` of all devices: envs, the last
+The chunk runs ``n`` updates of a run of ``Schedule.num_updates`` (both traced, so one
+compilation serves every chunk length and every run length) inside ``jax.shard_map`` over a 1-D mesh ``("data",)`` of all devices: envs, the last
 observation, episode accumulators and PRNG keys are split across devices, parameters and
 optimizer state are replicated and gradients are averaged with ``pmean``. Multi-host works the
 same way once ``jax.distributed.initialize()`` has run (``jax.devices()`` is then global).
@@ -20,7 +20,7 @@ from jax.sharding import PartitionSpec as P
 
 from hackmatrix_train.config import TrainConfig, validate
 from hackmatrix_train.network import make_network
-from hackmatrix_train.ppo import RunnerState, make_optimizer, make_update
+from hackmatrix_train.ppo import RunnerState, Schedule, make_optimizer, make_schedule, make_update
 from hackmatrix_train.rollout import NUM_ACTION_KINDS, init_episode_acc
 
 AXIS = "data"
@@ -52,6 +52,7 @@ class Trainer:
         validate(cfg, self.num_devices)
         self.cfg, self.env, self.env_params = cfg, env, env_params
         self.num_updates = cfg.num_updates
+        self.schedule = make_schedule(cfg, self.num_updates)
         self.mesh = Mesh(np.array(self.devices), (AXIS,))
 
         # Shapes of one env's observation and info, without running anything.
@@ -80,7 +81,7 @@ class Trainer:
         self.network = make_network(cfg.network, self.num_actions, cfg.hidden_dim, cfg.num_layers)
         self.tx = make_optimizer(cfg, self.num_updates)
         self._update = make_update(
-            cfg, self.network.apply, self.tx, env, env_params, self.num_updates, axis_name=AXIS
+            cfg, self.network.apply, self.tx, env, env_params, axis_name=AXIS
         )
         self.spec = _spec_tree()
         self.shardings = jax.tree.map(
@@ -90,7 +91,7 @@ class Trainer:
         chunk = jax.shard_map(
             self._chunk_local,
             mesh=self.mesh,
-            in_specs=(self.spec, P()),
+            in_specs=(self.spec, P(), P()),
             out_specs=(self.spec, P()),
             # env code (any gymnax env) is not written for varying-manual-axes typing: a scan
             # carry initialised from constants would be rejected. Replication of params is
@@ -138,15 +139,15 @@ class Trainer:
         return jax.device_put(runner, self.shardings)
 
     # ---- chunk ------------------------------------------------------------------------------
-    def _chunk_local(self, runner: RunnerState, n):
+    def _chunk_local(self, runner: RunnerState, n, sched: Schedule):
         runner = runner.replace(key=runner.key[0])
         zero = jax.tree.map(
-            lambda s: jnp.zeros(s.shape, s.dtype), jax.eval_shape(self._update, runner)[1]
+            lambda s: jnp.zeros(s.shape, s.dtype), jax.eval_shape(self._update, runner, sched)[1]
         )
 
         def body(_, carry):
             runner, sums = carry
-            runner, raw = self._update(runner)
+            runner, raw = self._update(runner, sched)
             sums = {
                 k: (jnp.maximum(sums[k], v) if k == "ep_stage_max" else sums[k] + v)
                 for k, v in raw.items()
@@ -205,17 +206,31 @@ class Trainer:
                 m[f"actions/a{i}_frac"] = counts[i] / total
         return {k: jnp.asarray(v, f32) for k, v in m.items()}
 
+    def set_num_updates(self, num_updates: int) -> None:
+        """Give the run another length (``--time-budget``); the compiled chunk stays valid."""
+        if num_updates < 1:
+            raise ValueError(f"a run needs at least one update, got {num_updates}")
+        if self.cfg.anneal_lr:
+            raise ValueError("--anneal-lr compiles the run's length into the optimizer")
+        self.num_updates = num_updates
+        self.cfg = self.cfg.replace(total_timesteps=num_updates * self.cfg.batch_size)
+        self.schedule = make_schedule(self.cfg, num_updates)
+
+    def _schedule_arrays(self) -> Schedule:
+        return jax.tree.map(jnp.int32, self.schedule)
+
     def compile(self, runner: RunnerState):
         """Ahead-of-time compile the chunk; returns the compiled callable (cached)."""
         if self._compiled is None:
-            self._compiled = self._chunk.lower(runner, jnp.int32(1)).compile()
+            lowered = self._chunk.lower(runner, jnp.int32(1), self._schedule_arrays())
+            self._compiled = lowered.compile()
         return self._compiled
 
     def run_chunk(self, runner: RunnerState, n: int):
         """Run ``n`` updates; returns ``(runner, metrics)`` (device arrays, dispatched async)."""
         # no-op for arrays already placed; fixes e.g. empty arrays that come back replicated
         runner = jax.device_put(runner, self.shardings)
-        return self.compile(runner)(runner, jnp.int32(n))
+        return self.compile(runner)(runner, jnp.int32(n), self._schedule_arrays())
 
 
 def make_train(cfg: TrainConfig, env=None, env_params=None, devices=None) -> Trainer:

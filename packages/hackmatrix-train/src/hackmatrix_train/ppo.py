@@ -136,32 +136,63 @@ class RunnerState:
 
 
 def make_optimizer(cfg, num_updates: int) -> optax.GradientTransformation:
-    """Adam with global-norm clipping and optional linear LR annealing."""
+    """Adam with global-norm clipping and optional linear LR annealing.
+
+    ``--anneal-lr`` compiles the run's length into the optimizer, which is why it cannot be
+    combined with ``--time-budget`` (config.validate).
+    """
     steps = num_updates * cfg.update_epochs * cfg.num_minibatches
     lr = optax.linear_schedule(cfg.lr, 0.0, steps) if cfg.anneal_lr else cfg.lr
     return optax.chain(optax.clip_by_global_norm(cfg.max_grad_norm), optax.adam(lr, eps=1e-5))
 
 
-def learning_rate(cfg, num_updates: int, update: jax.Array) -> jax.Array:
+@struct.dataclass
+class Schedule:
+    """The run's length and the exploration floor's breakpoints, counted in updates.
+
+    The jitted chunk takes it as data (int32 scalars), not as compiled-in constants, so one
+    compilation serves any run length: ``--time-budget`` fixes the length after timing the
+    compiled chunk. ``make_schedule`` builds it on the host with the same integer arithmetic
+    for every run; the schedule functions below accept it with Python ints or traced arrays.
+    """
+
+    num_updates: Any
+    floor_start: Any  # first update with the floor on
+    floor_span: Any  # updates over which the floor anneals, from floor_start to the end
+    floor_ramp: Any  # updates over which the penalty's weight rises after the switch-on
+
+
+def make_schedule(cfg, num_updates: int) -> Schedule:
+    """The ``Schedule`` of a run of ``num_updates`` updates under ``cfg``."""
+    start = round(cfg.explore_floor_start * num_updates)
+    return Schedule(
+        num_updates=num_updates,
+        floor_start=start,
+        floor_span=max(num_updates - start, 1),
+        floor_ramp=max(round(cfg.explore_floor_ramp * num_updates), 1),
+    )
+
+
+def learning_rate(cfg, sched: Schedule, update: jax.Array) -> jax.Array:
     if not cfg.anneal_lr:
         return jnp.float32(cfg.lr)
-    return jnp.float32(cfg.lr) * jnp.maximum(1.0 - update / num_updates, 0.0)
+    return jnp.float32(cfg.lr) * jnp.maximum(1.0 - update / sched.num_updates, 0.0)
 
 
-def _linear(start: float, end: float | None, num_updates: int, update: jax.Array) -> jax.Array:
-    """``start`` annealed linearly to ``end`` over the run (constant if ``end`` is None)."""
+def _linear(start: float, end: float | None, num_updates, update: jax.Array) -> jax.Array:
+    """``start`` annealed linearly to ``end`` over ``num_updates`` (constant if ``end`` is None)."""
     if end is None:
         return jnp.float32(start)
     frac = jnp.clip(update.astype(jnp.float32) / num_updates, 0.0, 1.0)
     return jnp.float32(start) + frac * jnp.float32(end - start)
 
 
-def entropy_coef(cfg, num_updates: int, update: jax.Array) -> jax.Array:
+def entropy_coef(cfg, sched: Schedule, update: jax.Array) -> jax.Array:
     """Linear from ``ent_coef`` to ``ent_coef_end`` over the run (constant if end is None)."""
-    return _linear(cfg.ent_coef, cfg.ent_coef_end, num_updates, update)
+    return _linear(cfg.ent_coef, cfg.ent_coef_end, sched.num_updates, update)
 
 
-def explore_floor(cfg, num_updates: int, update: jax.Array) -> jax.Array | None:
+def explore_floor(cfg, sched: Schedule, update: jax.Array) -> jax.Array | None:
     """The exploration floor this update: None when off (a static choice), else its value.
 
     The floor is 0 before ``explore_floor_start`` (a fraction of the run), then linear from
@@ -169,13 +200,12 @@ def explore_floor(cfg, num_updates: int, update: jax.Array) -> jax.Array | None:
     """
     if cfg.explore_floor == 0:
         return None
-    start = round(cfg.explore_floor_start * num_updates)
-    span = max(num_updates - start, 1)
-    later = _linear(cfg.explore_floor, cfg.explore_floor_end, span, update - start)
-    return jnp.where(update >= start, later, jnp.float32(0.0))
+    later = _linear(cfg.explore_floor, cfg.explore_floor_end, sched.floor_span,
+                    update - sched.floor_start)  # fmt: skip
+    return jnp.where(update >= sched.floor_start, later, jnp.float32(0.0))
 
 
-def explore_weight(cfg, num_updates: int, update: jax.Array, floor: jax.Array) -> jax.Array:
+def explore_weight(cfg, sched: Schedule, update: jax.Array, floor: jax.Array) -> jax.Array:
     """The floor penalty's weight this update: 0 while the floor is off, else ``explore_coef``,
     reached linearly over ``explore_floor_ramp`` (a fraction of the run) after the switch-on.
 
@@ -184,9 +214,9 @@ def explore_weight(cfg, num_updates: int, update: jax.Array, floor: jax.Array) -
     on = floor > 0
     if cfg.explore_floor_ramp == 0:
         return cfg.explore_coef * on
-    start = round(cfg.explore_floor_start * num_updates)
-    ramp = max(round(cfg.explore_floor_ramp * num_updates), 1)
-    rise = jnp.clip((update - start + 1).astype(jnp.float32) / ramp, 0.0, 1.0)
+    rise = jnp.clip(
+        (update - sched.floor_start + 1).astype(jnp.float32) / sched.floor_ramp, 0.0, 1.0
+    )
     return jnp.float32(cfg.explore_coef) * rise * on
 
 
@@ -222,12 +252,15 @@ def minibatch_step(
     return optax.apply_updates(params, updates), opt_state, aux
 
 
-def make_update(cfg, apply_fn, tx, env, env_params, num_updates: int, axis_name=None):
-    """Build ``update(runner) -> (runner, raw_metrics)``: one rollout + PPO epochs."""
+def make_update(cfg, apply_fn, tx, env, env_params, axis_name=None):
+    """Build ``update(runner, sched) -> (runner, raw_metrics)``: one rollout + PPO epochs.
+
+    ``sched`` (a ``Schedule``) gives the run's length, so the compiled update serves any length.
+    """
     num_mb = cfg.num_minibatches
     potential = program_potential(cfg.program_potential)
 
-    def update(runner: RunnerState):
+    def update(runner: RunnerState, sched: Schedule):
         k_roll, k_epochs, k_next = jax.random.split(runner.key, 3)
         env_state, obs, acc, traj, stats = collect_rollout(
             k_roll, apply_fn, runner.params, env, env_params, runner.env_state, runner.obs,
@@ -235,9 +268,9 @@ def make_update(cfg, apply_fn, tx, env, env_params, num_updates: int, axis_name=
         )  # fmt: skip
         _, last_value = apply_fn(runner.params, obs)
         adv, targets = compute_gae(traj, last_value, cfg.gamma, cfg.gae_lambda, cfg.reward_scale)
-        ent_coef = entropy_coef(cfg, num_updates, runner.update)
-        floor = explore_floor(cfg, num_updates, runner.update)
-        weight = None if floor is None else explore_weight(cfg, num_updates, runner.update, floor)
+        ent_coef = entropy_coef(cfg, sched, runner.update)
+        floor = explore_floor(cfg, sched, runner.update)
+        weight = None if floor is None else explore_weight(cfg, sched, runner.update, floor)
 
         flat = jax.tree.map(lambda x: x.reshape((-1, *x.shape[2:])), (traj, adv, targets))
         batch_size = adv.size
@@ -278,7 +311,7 @@ def make_update(cfg, apply_fn, tx, env, env_params, num_updates: int, axis_name=
             for k, v in stats.items()
         }
         raw = {**stats, **losses}
-        raw["lr"] = learning_rate(cfg, num_updates, runner.update)
+        raw["lr"] = learning_rate(cfg, sched, runner.update)
         raw["ent_coef"] = ent_coef
         raw["explore_floor"] = jnp.float32(0.0) if floor is None else floor
         raw["explore_weight"] = jnp.float32(0.0) if floor is None else weight
