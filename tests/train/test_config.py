@@ -160,6 +160,9 @@ def test_plan_auto_tune_picks_envs():
     assert cfg.num_envs == 512
     cfg = plan(TrainConfig(auto_tune=True, num_envs=64), explicit=frozenset({"num_envs"}))
     assert cfg.num_envs == 64
+    gpu = plan(TrainConfig(auto_tune=True, num_steps=32), num_devices=1, platform="gpu")
+    assert gpu.num_envs == 16384  # one GPU: a batch of 524,288 in minibatches of <= 8,192
+    assert gpu.num_minibatches == 64 and gpu.batch_size // gpu.num_minibatches == 8192
 
 
 @settings(deadline=None, max_examples=40)
