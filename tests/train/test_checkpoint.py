@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import jax
-import numpy as np
 import pytest
 from hackmatrix_train import checkpoint as ckpt
 from hackmatrix_train import loop
@@ -13,19 +12,13 @@ from hackmatrix_train.cli import build_parser, config_from_args, evaluate_checkp
 from hackmatrix_train.config import TrainConfig
 from hackmatrix_train.loop import make_train
 from train.train_probes import ProbeParams, ProbeSuite
+from train.trees import assert_trees_equal
 
 ENV, PARAMS = ProbeSuite(), ProbeParams()
 CFG = TrainConfig(
     num_envs=8, num_steps=8, total_timesteps=8 * 8 * 4, num_minibatches=2, update_epochs=2,
     hidden_dim=16, num_layers=1, log_interval=1, no_wandb=True, seed=7,
 )  # fmt: skip
-
-
-def assert_trees_equal(a, b):
-    fa, fb = ckpt.flatten_state(a), ckpt.flatten_state(b)
-    assert fa.keys() == fb.keys()
-    for k in fa:
-        np.testing.assert_array_equal(fa[k], fb[k], err_msg=k)
 
 
 @pytest.fixture(scope="module")

@@ -5,9 +5,7 @@ from __future__ import annotations
 import json
 
 import jax
-import numpy as np
 import pytest
-from hackmatrix_train import checkpoint as ckpt
 from hackmatrix_train import cli
 from hackmatrix_train.cli import budget_updates, build_parser, config_from_args, run
 from hackmatrix_train.config import TrainConfig, validate
@@ -15,6 +13,7 @@ from hackmatrix_train.loop import make_train
 from hypothesis import given
 from hypothesis import strategies as st
 from train.train_probes import ProbeParams, ProbeSuite
+from train.trees import assert_trees_equal
 
 ENV, PARAMS = ProbeSuite(), ProbeParams()
 CFG = TrainConfig(
@@ -22,13 +21,6 @@ CFG = TrainConfig(
     hidden_dim=16, num_layers=1, log_interval=2, no_wandb=True, seed=3, ent_coef=0.1,
     ent_coef_end=0.0, final_eval_episodes=0,
 )  # fmt: skip
-
-
-def assert_trees_equal(a, b):
-    fa, fb = ckpt.flatten_state(a), ckpt.flatten_state(b)
-    assert fa.keys() == fb.keys()
-    for k in fa:
-        np.testing.assert_array_equal(fa[k], fb[k], err_msg=k)
 
 
 @given(
