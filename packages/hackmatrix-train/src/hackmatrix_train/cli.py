@@ -381,7 +381,7 @@ def plan_time_budget(trainer, runner, elapsed_s: float, out=print) -> TrainConfi
     cfg = trainer.cfg
     t0 = time.perf_counter()
     jax.block_until_ready(trainer.run_chunk(runner, 1))  # the first dispatch is not timed
-    probe = max(1, min(cfg.log_interval, PROBE_UPDATES))
+    probe = min(cfg.log_interval, PROBE_UPDATES)  # validate: log_interval >= 1
     t1 = time.perf_counter()
     jax.block_until_ready(trainer.run_chunk(runner, probe))
     sps = probe * cfg.batch_size / (time.perf_counter() - t1)

@@ -1,10 +1,11 @@
 """``make_train``: runner-state init and a jitted chunk of updates, data-parallel over devices.
 
 The chunk runs ``n`` updates of a run of ``Schedule.num_updates`` (both traced, so one
-compilation serves every chunk length and every run length) inside ``jax.shard_map`` over a 1-D mesh ``("data",)`` of all devices: envs, the last
-observation, episode accumulators and PRNG keys are split across devices, parameters and
-optimizer state are replicated and gradients are averaged with ``pmean``. Multi-host works the
-same way once ``jax.distributed.initialize()`` has run (``jax.devices()`` is then global).
+compilation serves every chunk length and every run length) inside ``jax.shard_map`` over a
+1-D mesh ``("data",)`` of all devices: envs, the last observation, episode accumulators and
+PRNG keys are split across devices, parameters and optimizer state are replicated and gradients
+are averaged with ``pmean``. Multi-host works the same way once ``jax.distributed.initialize()``
+has run (``jax.devices()`` is then global).
 
 Metrics come out as a flat dict of float32 scalars keyed ``train/…``, ``reward/…``,
 ``actions/…``, ``stats/…``; the host only formats and sends them.
@@ -51,8 +52,7 @@ class Trainer:
         self.num_devices = len(self.devices)
         validate(cfg, self.num_devices)
         self.cfg, self.env, self.env_params = cfg, env, env_params
-        self.num_updates = cfg.num_updates
-        self.schedule = make_schedule(cfg, self.num_updates)
+        self.schedule = make_schedule(cfg, cfg.num_updates)
         self.mesh = Mesh(np.array(self.devices), (AXIS,))
 
         # Shapes of one env's observation and info, without running anything.
@@ -212,9 +212,13 @@ class Trainer:
             raise ValueError(f"a run needs at least one update, got {num_updates}")
         if self.cfg.anneal_lr:
             raise ValueError("--anneal-lr compiles the run's length into the optimizer")
-        self.num_updates = num_updates
         self.cfg = self.cfg.replace(total_timesteps=num_updates * self.cfg.batch_size)
         self.schedule = make_schedule(self.cfg, num_updates)
+
+    @property
+    def num_updates(self) -> int:
+        """The run's length in updates (the config's ``total_timesteps`` over the batch)."""
+        return self.cfg.num_updates
 
     def _schedule_arrays(self) -> Schedule:
         return jax.tree.map(jnp.int32, self.schedule)
