@@ -56,8 +56,9 @@ def test_engine_in_canonical_mode(swift_bin):
         assert not eng.extensions and not eng.full
         rep = eng.run(random_scenarios(cfg.scenarios, cfg.seed))
     assert rep.mismatches == 0 and rep.swift_errors == 0, dict(rep.mismatch_categories)
-    # The proxy drops the seed, so Swift plays unseeded and the count varies: 666-743 over 12 runs (mean 705), with a fat
-    # low tail (588 seen once). The floor catches an engine that stops scenarios wholesale.
+    # The proxy drops the seed, so Swift plays unseeded and the count varies: 666-743 over
+    # 12 runs (mean 705), with a fat low tail (588 seen once). The floor catches an engine
+    # that stops scenarios wholesale.
     assert rep.compared > 450
     # without a full state a random step that no key reproduces ends the scenario, unless
     # only its placement's cells differ (rebuilt from Swift's observation)
