@@ -17,7 +17,14 @@ import pytest
 from builders import make_state
 from hackmatrix_env import HackMatrix
 from hackmatrix_env.constants import Action
-from hackmatrix_train.evaluate import new_tally, on_restored_board, summarize, tally_step
+from hackmatrix_train.evaluate import (
+    SIPHON_BLOCK_KEYS,
+    new_tally,
+    on_restored_board,
+    siphon_blocks,
+    summarize,
+    tally_step,
+)
 
 ENV = HackMatrix()
 STEP = jax.jit(ENV.step)
@@ -95,3 +102,71 @@ def test_summary_schema_counts_programs_without_undo():
     assert s["stage_5plus_frac"] == 0.75 and s["win_rate"] == 0.25
     assert (s["stage_completions_by_exit"], s["stage_completions_by_undo_quirk"]) == (17, 1)
     json.dumps(s)  # JSON-ready
+
+
+def test_siphons_are_split_into_block_siphons_and_resource_pickups():
+    blocks = [("data", (3, 2), 4), ("program", (2, 1), "push"), ("program", (1, 2), "wait")]
+    start = make_state((2, 2), siphons=2, owned=["wait"], blocks=blocks, calm=True)
+    siphon = int(Action.SIPHON)
+    # the first siphon takes all three blocks (WAIT already owned: nothing acquired from it);
+    # the second finds its whole cross siphoned
+    acc, _, end = _play(start, [siphon, siphon])
+    assert int(end.game.num_owned) == 2 and int(end.game.player.siphons) == 0
+    # a third has no siphon left: invalid (it ends the episode, env.py) and counts nothing
+    three, _, _ = _play(start, [siphon] * 3)
+    for k in ("block_siphons", *SIPHON_BLOCK_KEYS):
+        assert int(three[k][0]) == int(acc[k][0]), k
+    got = {k: int(acc[k][0]) for k in ("block_siphons", "data_blocks", "program_blocks")}
+    assert got == {"block_siphons": 1, "data_blocks": 1, "program_blocks": 2}
+    assert int(acc["programs_acquired"][0]) == 1
+    s = summarize(acc)
+    assert s["block_siphons_per_episode"] == 1.0 and s["programs_acquired_per_episode"] == 1.0
+    assert s["data_blocks_siphoned_per_episode"] == 1.0
+    assert s["program_blocks_siphoned_per_episode"] == 2.0
+
+
+def test_siphon_block_counts_agree_with_the_game_on_random_play():
+    """Differential: on every successful siphon of random masked play, the counts read from the
+    state before agree with what the step did to the score and the owned programs."""
+    n, steps = 64, 300
+    step = jax.vmap(ENV.step, in_axes=(0, 0, 0, None))
+
+    @jax.jit
+    def run(key):
+        k0, k1 = jax.random.split(key)
+        obs, state = jax.vmap(ENV.reset, in_axes=(0, None))(
+            jax.random.split(k0, n), ENV.default_params
+        )
+
+        def body(carry, key):
+            obs, state = carry
+            k_act, k_env = jax.random.split(key)
+            mask = obs.action_mask
+            # siphon whenever it is legal, so that many siphons reach blocks
+            logits = jnp.where(mask, 0.0, -jnp.inf).at[:, int(Action.SIPHON)].add(2.0)
+            action = jax.random.categorical(k_act, logits).astype(jnp.int32)
+            obs, after, _, term, trunc, info = step(
+                jax.random.split(k_env, n), state, action, ENV.default_params
+            )
+            ok = (action == int(Action.SIPHON)) & ~info["invalid_action"] & ~(term | trunc)
+            taken = siphon_blocks(state, ok)
+            g0, g1 = state.game, after.game
+            out = {
+                "ok": ok,
+                "acquired": g1.num_owned.astype(jnp.int32) - g0.num_owned.astype(jnp.int32),
+                "scored": g1.player.score > g0.player.score,
+                **taken,
+            }
+            return (obs, after), out
+
+        return jax.lax.scan(body, (obs, state), jax.random.split(k1, steps))[1]
+
+    o = jax.device_get(run(jax.random.key(3)))
+    ok = o["ok"]
+    # key 3 gives 279 siphons, 47 of them on data blocks, 68 acquiring a program
+    assert ok.sum() > 150 and (o["data_blocks"][ok] > 0).sum() > 20
+    assert (o["programs_acquired"][ok] > 0).sum() > 30
+    np.testing.assert_array_equal(o["programs_acquired"][ok], o["acquired"][ok])
+    np.testing.assert_array_equal(o["data_blocks"][ok] > 0, o["scored"][ok])
+    for k in SIPHON_BLOCK_KEYS:
+        assert not o[k][~ok].any()

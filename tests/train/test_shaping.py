@@ -1,4 +1,8 @@
-"""Potential-based shaping on owned programs: the term, its episode sum, and canonical returns."""
+"""The trainer's terms on owned programs: potential-based shaping and the kept bonus.
+
+Each term is checked for its value on a real step, its sum over an episode, and for leaving the
+game's rewards and returns canonical.
+"""
 
 from __future__ import annotations
 
@@ -79,6 +83,50 @@ def test_an_episode_of_shaping_terms_telescopes(owned, terminated, gamma):
     assert total == pytest.approx(end - 0.7 * owned[0], abs=1e-4)
 
 
+@settings(max_examples=50, deadline=None)
+@given(
+    owned=st.lists(st.integers(0, 23), min_size=2, max_size=30),
+    terminated=st.booleans(),
+    gamma=st.sampled_from([1.0, 0.99, 0.5]),
+)
+def test_an_episode_of_bonus_terms_sums_to_what_it_ends_with(owned, terminated, gamma):
+    """sum_t F_t = C (owned_T - owned_0), death or not: programs given back (UNDO) earn back
+    nothing, and the programs an episode ends with are paid even when it ends by death."""
+
+    class Obs:
+        def __init__(self, n):
+            self.programs = jnp.asarray([[1] * n + [0] * (23 - n)], jnp.int32)
+
+    bonus = program_potential(0.7)
+    total = 0.0
+    for t in range(len(owned) - 1):
+        term = jnp.asarray([terminated and t == len(owned) - 2])
+        total += float(shaping_term(None, gamma, Obs(owned[t]), Obs(owned[t + 1]), term, bonus)[0])
+    assert total == pytest.approx(0.7 * (owned[-1] - owned[0]), abs=1e-4)
+
+
+def test_the_bonus_of_a_siphoned_program_is_kept_through_a_death():
+    state = make_state((2, 2), siphons=1, owned=["wait"], blocks=[("program", (3, 2), "push")])
+    obs = ENV.get_obs(state, PARAMS)
+    _, _, _, terminated, _, info = ENV.step(
+        jax.random.key(0), state, jnp.int32(Action.SIPHON), PARAMS
+    )
+    bonus = program_potential(3.0)
+    got = shaping_term(None, 0.99, obs, info["final_observation"], terminated, bonus)
+    assert float(got) == pytest.approx(3.0)  # PUSH acquired: one program more
+    dying = make_state((0, 0), hp=1, owned=["wait", "push"], enemies=[("virus", (1, 1))])
+    obs = ENV.get_obs(dying, PARAMS)
+    _, _, _, terminated, _, info = ENV.step(
+        jax.random.key(0), dying, jnp.int32(Action.RIGHT), PARAMS
+    )
+    assert bool(terminated)
+    assert float(shaping_term(None, 0.99, obs, info["final_observation"], terminated, bonus)) == 0
+    both = shaping_term(
+        program_potential(1.5), 0.99, obs, info["final_observation"], terminated, bonus
+    )
+    assert float(both) == pytest.approx(-1.5 * 2)  # the potential alone is given back
+
+
 def test_rollouts_with_shaping_play_the_same_games_with_the_same_rewards():
     """Shaping touches no reward, action or state; each term is gamma phi(s') - phi(s)."""
     n, steps, gamma = 16, 48, 0.9
@@ -118,12 +166,15 @@ def test_rollouts_with_shaping_play_the_same_games_with_the_same_rewards():
     assert traj.truncated.any()
 
 
-def test_program_potential_config_is_checked_and_reaches_the_trainer():
-    with pytest.raises(ValueError, match="--program-potential"):
-        validate(TrainConfig(program_potential=-1.0))
-    cfg, explicit = config_from_args(build_parser().parse_args(["--program-potential", "2"]))
-    assert cfg.program_potential == 2.0 and "program_potential" in explicit
-    assert TrainConfig().program_potential == 0.0  # off in plain PPO
-    probe = TrainConfig(num_envs=4, num_steps=4, total_timesteps=16, program_potential=1.0)
-    with pytest.raises(ValueError, match="programs"):
+@pytest.mark.parametrize("field", ["program_potential", "program_bonus"])
+def test_program_terms_config_is_checked_and_reaches_the_trainer(field):
+    flag = "--" + field.replace("_", "-")
+    with pytest.raises(ValueError, match=flag):
+        validate(TrainConfig(**{field: -1.0}))
+    cfg, explicit = config_from_args(build_parser().parse_args([flag, "2"]))
+    assert getattr(cfg, field) == 2.0 and field in explicit
+    assert getattr(TrainConfig(), field) == 0.0  # off in plain PPO
+    assert getattr(config_from_args(build_parser().parse_args([]))[0], field) == 0.0  # default
+    probe = TrainConfig(num_envs=4, num_steps=4, total_timesteps=16, **{field: 1.0})
+    with pytest.raises(ValueError, match=f"{flag} needs .*programs"):
         make_train(probe, ProbeSuite(), ProbeParams())

@@ -31,6 +31,14 @@ def owned_program_map(state: GameState) -> jax.Array:
     return jnp.any(hits, axis=0)
 
 
+def siphon_reach(state: GameState) -> jax.Array:
+    """bool[6, 6]: the cells a siphon now would process, the unsiphoned cells of the player's
+    cross (rules §5 step 4). Evaluations read it to tell block siphons from resource pickups."""
+    pos = state.player.pos.astype(jnp.int32)
+    cross = (jnp.abs(_IDX[:, None] - pos[0]) + jnp.abs(_IDX[None, :] - pos[1])) <= 1
+    return cross & ~state.grid.siphoned
+
+
 def _shifted(x: jax.Array, dr: int, dc: int, fill) -> jax.Array:
     """y[r, c] = x[r + dr, c + dc] (``fill`` off the board)."""
     p = jnp.pad(x, 1, constant_values=fill)
@@ -127,8 +135,7 @@ def apply_siphon(state: GameState) -> GameState:
     g = state.grid
     p = state.player
     pos = p.pos.astype(jnp.int32)
-    cross = (jnp.abs(_IDX[:, None] - pos[0]) + jnp.abs(_IDX[None, :] - pos[1])) <= 1
-    todo = cross & ~g.siphoned
+    todo = siphon_reach(state)
     block = g.content == Content.BLOCK
     blk = todo & block
     plain = todo & ~block
@@ -170,7 +177,7 @@ def apply_siphon(state: GameState) -> GameState:
         block_question=g.block_question & ~blk,
         resource_kind=jnp.where(plain, jnp.int8(Resource.NONE), g.resource_kind),
         resource_amount=jnp.where(plain, jnp.int8(0), g.resource_amount),
-        siphoned=g.siphoned | cross,
+        siphoned=g.siphoned | todo,  # the same as the whole cross
         center=g.center | cell_map(pos),
     )
     player = p.replace(score=score, credits=credits, energy=energy, siphons=p.siphons - 1)

@@ -109,6 +109,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="potential-based shaping inside the loss: phi = this x programs owned (0: off); "
         "returns and evaluations stay the game's reward",
     )
+    add(
+        "--program-bonus",
+        help="intrinsic reward inside the loss: this x each program acquired, kept at death "
+        "(0: off); returns and evaluations stay the game's reward",
+    )
     add("--network", choices=NETWORKS, help="mlp (flattened obs) or grid (conv over 6x6 cells)")
     add("--hidden-dim")
     add("--num-layers")

@@ -113,6 +113,9 @@ class TrainConfig:
     # potential-based shaping in the loss only: phi = this x programs owned (specs/train.md §5);
     # 0 = off. The game's reward and every logged or evaluated return stay canonical.
     program_potential: float = 0.0
+    # intrinsic reward in the loss only: this x the change in programs owned, kept when the
+    # episode ends (unlike the potential), so it pays for ending with programs; 0 = off
+    program_bonus: float = 0.0
     # network
     network: str = "mlp"
     hidden_dim: int = 256
@@ -261,6 +264,8 @@ def validate(cfg: TrainConfig, num_devices: int = 1) -> None:
             )
     if cfg.program_potential < 0:
         raise ValueError(f"--program-potential must be >= 0, got {cfg.program_potential}")
+    if cfg.program_bonus < 0:
+        raise ValueError(f"--program-bonus must be >= 0, got {cfg.program_bonus}")
     if cfg.history_depth < 1:
         raise ValueError(f"--history-depth must be >= 1, got {cfg.history_depth}")
 

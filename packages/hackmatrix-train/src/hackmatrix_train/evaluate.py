@@ -9,6 +9,10 @@ through the cross-stage UNDO quirk (rules §11.4): an UNDO right after a stage c
 previous stage's board, whose exit *cell* is no longer at ``exit_pos``, and walking onto that old
 exit completes the new stage again. A completion from a board whose exit cell is not at
 ``exit_pos`` is counted as a quirk completion, so progress from farming it stays visible.
+
+Siphons are split by what they reach (``siphon_blocks``): a siphon whose cross holds no
+unsiphoned block only picks up credits and energy, so "siphons per episode" alone would hide a
+policy that never takes a data or program block.
 """
 
 from __future__ import annotations
@@ -16,7 +20,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
-from hackmatrix_env.constants import Action, Content
+from hackmatrix_env.constants import Action, BlockKind, Content
+from hackmatrix_env.siphon import owned_program_map, siphon_reach
 
 from hackmatrix_train.network import masked_categorical
 from hackmatrix_train.rollout import (
@@ -43,6 +48,37 @@ def on_restored_board(state) -> jax.Array:
     return cell != Content.EXIT
 
 
+SIPHON_BLOCK_KEYS = ("data_blocks", "program_blocks", "programs_acquired")
+
+
+def _blocks_in_reach(game):
+    """(data blocks, program blocks, programs not yet owned among them) a siphon would take."""
+    grid = game.grid
+    reach = siphon_reach(game) & (grid.content == Content.BLOCK)
+    data = reach & (grid.block_kind == BlockKind.DATA)
+    prog = reach & (grid.block_kind == BlockKind.PROGRAM)
+    prog_id = jnp.clip(grid.block_program.astype(jnp.int32), 0, owned_program_map(game).size - 1)
+    new = prog & ~owned_program_map(game)[prog_id]
+    # a cross holds at most one block per program (programs are distinct within a stage)
+    return data.sum(dtype=jnp.int32), prog.sum(dtype=jnp.int32), new.sum(dtype=jnp.int32)
+
+
+def siphon_blocks(state, siphoned) -> dict:
+    """int32[N] each: data / program blocks taken, programs acquired, by this step's siphons.
+
+    ``siphoned`` (bool[N]) marks the rows whose action was a successful siphon; the counts
+    come from the state before it (rules §5: every unsiphoned cell of the cross is processed).
+    """
+    n = siphoned.shape[0]
+    game = hackmatrix_game(state)
+    if game is None:
+        zero = jnp.zeros(n, jnp.int32)
+        return {"data_blocks": zero, "program_blocks": zero, "programs_acquired": zero}
+    data, prog, new = jax.vmap(_blocks_in_reach)(game)
+    keep = lambda x: jnp.where(siphoned, x, 0)  # noqa: E731
+    return {"data_blocks": keep(data), "program_blocks": keep(prog), "programs_acquired": keep(new)}
+
+
 def new_tally(state, num_episodes: int, num_actions: int) -> dict:
     """Per-episode accumulators of ``tally_step`` for episodes starting from ``state``."""
     n = num_episodes
@@ -56,6 +92,10 @@ def new_tally(state, num_episodes: int, num_actions: int) -> dict:
         "exit_completions": jnp.zeros(n, jnp.int32),
         "quirk_completions": jnp.zeros(n, jnp.int32),
         "programs_owned": programs_owned_of(state, n),
+        "block_siphons": jnp.zeros(n, jnp.int32),
+        "data_blocks": jnp.zeros(n, jnp.int32),
+        "program_blocks": jnp.zeros(n, jnp.int32),
+        "programs_acquired": jnp.zeros(n, jnp.int32),
     }
 
 
@@ -79,6 +119,9 @@ def tally_step(acc: dict, state_before, action, reward, terminated, truncated, i
     finished = alive & (completed | won)
     restored = on_restored_board(state_before)
     played = jnp.where(alive[:, None], jax.nn.one_hot(action, num_actions, dtype=jnp.int32), 0)
+    invalid = info.get("invalid_action", jnp.zeros(n, bool))
+    siphoned = alive & (action == int(Action.SIPHON)) & ~invalid
+    taken = siphon_blocks(state_before, siphoned) if num_actions == 28 else None
     return {
         "alive": alive & ~(terminated | truncated),
         "ret": acc["ret"] + jnp.where(alive, reward, 0.0),
@@ -94,6 +137,17 @@ def tally_step(acc: dict, state_before, action, reward, terminated, truncated, i
             jnp.maximum(acc["programs_owned"], programs_owned_of(state_before, n)),
             acc["programs_owned"],
         ),
+        **_add_siphon_blocks(acc, taken),
+    }
+
+
+def _add_siphon_blocks(acc: dict, taken: dict | None) -> dict:
+    if taken is None:  # not the HackMatrix action space: nothing to split
+        return {k: acc[k] for k in ("block_siphons", *SIPHON_BLOCK_KEYS)}
+    reached = (taken["data_blocks"] + taken["program_blocks"]) > 0
+    return {
+        "block_siphons": acc["block_siphons"] + reached.astype(jnp.int32),
+        **{k: acc[k] + taken[k] for k in SIPHON_BLOCK_KEYS},
     }
 
 
@@ -179,6 +233,12 @@ def summarize(result: dict, program_names=()) -> dict:
         out["distinct_programs_used"] = int((actions[:, 5:].sum(axis=0) > 0).sum())
     if "programs_owned" in r:
         out["programs_owned_mean"] = float(r["programs_owned"].mean())
+    if "block_siphons" in r:
+        # siphons that reached a block; the rest only picked up credits and energy
+        out["block_siphons_per_episode"] = float(r["block_siphons"].sum() / n)
+        out["data_blocks_siphoned_per_episode"] = float(r["data_blocks"].sum() / n)
+        out["program_blocks_siphoned_per_episode"] = float(r["program_blocks"].sum() / n)
+        out["programs_acquired_per_episode"] = float(r["programs_acquired"].sum() / n)
     return out
 
 

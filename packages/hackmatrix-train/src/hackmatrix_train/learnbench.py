@@ -40,6 +40,8 @@ EVAL_KEYS = ("return_mean", "stage_mean", "stage_3plus_frac", "siphons_per_episo
 # summary.json: "<sampled|greedy>_<name>" aggregates the final evaluations' <key> over seeds.
 SUMMARY_KEYS = (("return", "return_mean"), ("stage", "stage_mean"),
                 ("siphons_per_episode", "siphons_per_episode"),
+                ("block_siphons_per_episode", "block_siphons_per_episode"),
+                ("programs_acquired_per_episode", "programs_acquired_per_episode"),
                 ("programs_per_episode", "programs_per_episode"),
                 ("stage_3plus_frac", "stage_3plus_frac"), ("stage_5plus_frac", "stage_5plus_frac"),
                 ("win_rate", "win_rate"),
@@ -50,6 +52,8 @@ TABLE_COLUMNS = (
     ("return", "return_mean", "{:+.2f}"), ("mean stage", "stage_mean", "{:.2f}"),
     ("stage 3+", "stage_3plus_frac", "{:.0%}"), ("stage 5+", "stage_5plus_frac", "{:.0%}"),
     ("wins", "win_rate", "{:.1%}"), ("siphons/ep", "siphons_per_episode", "{:.2f}"),
+    ("of them on blocks", "block_siphons_per_episode", "{:.2f}"),
+    ("programs acquired/ep", "programs_acquired_per_episode", "{:.2f}"),
     ("programs/ep", "programs_per_episode", "{:.2f}"),
     ("non-UNDO programs/ep", "non_undo_programs_per_episode", "{:.2f}"),
     ("distinct programs", "distinct_programs_used", "{:d}"),

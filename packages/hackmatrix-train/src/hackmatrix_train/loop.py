@@ -68,10 +68,12 @@ class Trainer:
         self.component_names = comp_names
         self.is_hackmatrix = self.num_actions == HACKMATRIX_ACTIONS and prog_names is not None
         self.program_names = prog_names if self.is_hackmatrix else ()
-        if cfg.program_potential > 0 and not hasattr(obs1, "programs"):
-            raise ValueError(
-                "--program-potential needs an observation with a `programs` field (HackMatrix)"
-            )
+        for flag, coef in (("--program-potential", cfg.program_potential),
+                           ("--program-bonus", cfg.program_bonus)):  # fmt: skip
+            if coef > 0 and not hasattr(obs1, "programs"):
+                raise ValueError(
+                    f"{flag} needs an observation with a `programs` field (HackMatrix)"
+                )
         if cfg.explore_floor > 0 and self.num_actions != HACKMATRIX_ACTIONS:
             raise ValueError(
                 f"--explore-floor needs the HackMatrix action space ({HACKMATRIX_ACTIONS} "

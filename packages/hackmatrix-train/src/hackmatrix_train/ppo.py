@@ -259,12 +259,13 @@ def make_update(cfg, apply_fn, tx, env, env_params, axis_name=None):
     """
     num_mb = cfg.num_minibatches
     potential = program_potential(cfg.program_potential)
+    bonus = program_potential(cfg.program_bonus)  # the same count, kept at termination
 
     def update(runner: RunnerState, sched: Schedule):
         k_roll, k_epochs, k_next = jax.random.split(runner.key, 3)
         env_state, obs, acc, traj, stats = collect_rollout(
             k_roll, apply_fn, runner.params, env, env_params, runner.env_state, runner.obs,
-            runner.acc, cfg.num_steps, potential, cfg.gamma,
+            runner.acc, cfg.num_steps, potential, cfg.gamma, bonus,
         )  # fmt: skip
         _, last_value = apply_fn(runner.params, obs)
         adv, targets = compute_gae(traj, last_value, cfg.gamma, cfg.gae_lambda, cfg.reward_scale)

@@ -77,18 +77,27 @@ def program_potential(coef: float):
     return lambda obs: jnp.float32(coef) * obs.programs.sum(-1).astype(jnp.float32)
 
 
-def shaping_term(potential, gamma: float, obs, final_obs, terminated) -> jax.Array:
-    """``gamma * phi(s') - phi(s)`` (potential-based shaping; 0 when ``potential`` is None).
+def shaping_term(potential, gamma: float, obs, final_obs, terminated, bonus=None) -> jax.Array:
+    """The trainer's terms for one transition: potential-based shaping plus a kept bonus.
 
-    ``s'`` is the stepped state's observation (``final_observation``, before any auto-reset),
-    and ``phi(s') = 0`` where the episode terminated, so over an episode the terms sum to
-    ``-phi(s_0)`` plus discounting: shaping of this form leaves the optimal policy of the
-    game's reward unchanged (Ng, Harada and Russell 1999), and a potential cannot be farmed.
+    ``gamma * phi(s') - phi(s)`` for ``potential`` (0 when None): ``s'`` is the stepped state's
+    observation (``final_observation``, before any auto-reset), and ``phi(s') = 0`` where the
+    episode terminated, so over an episode the terms sum to ``-phi(s_0)`` plus discounting:
+    shaping of this form leaves the optimal policy of the game's reward unchanged (Ng, Harada
+    and Russell 1999), and a potential cannot be farmed.
+
+    ``bonus(s') - bonus(s)`` for ``bonus`` (0 when None), never zeroed: over an episode it sums
+    to ``bonus(s_T) - bonus(s_0)``, what the episode ends with, so it does move the optimum
+    (an intrinsic reward for ending with programs), yet no cycle (an UNDO that gives a program
+    back) earns anything.
     """
-    if potential is None:
-        return jnp.zeros(terminated.shape, jnp.float32)
-    phi_next = jnp.where(terminated, 0.0, potential(final_obs))
-    return jnp.float32(gamma) * phi_next - potential(obs)
+    out = jnp.zeros(terminated.shape, jnp.float32)
+    if potential is not None:
+        phi_next = jnp.where(terminated, 0.0, potential(final_obs))
+        out = out + jnp.float32(gamma) * phi_next - potential(obs)
+    if bonus is not None:
+        out = out + bonus(final_obs) - bonus(obs)
+    return out
 
 
 def programs_owned_of(env_state, num_envs: int) -> jax.Array:
@@ -111,13 +120,14 @@ def collect_rollout(
     num_steps: int,
     potential=None,
     gamma: float = 0.99,
+    bonus=None,
 ):
     """Run ``num_steps`` vectorised env steps under the current policy.
 
     Returns ``(env_state, obs, acc, traj, stats)``: ``traj`` a Transition with leaves [T, N, ...]
     and ``stats`` a dict of sums over completed episodes and action counts. ``potential``
-    (``program_potential``) adds the shaping term of ``shaping_term`` to each transition; the
-    game's reward, the episode sums and every logged return stay canonical.
+    (``program_potential``) and ``bonus`` add the terms of ``shaping_term`` to each transition;
+    the game's reward, the episode sums and every logged return stay canonical.
     """
     num_envs = obs.action_mask.shape[0]
     num_actions = obs.action_mask.shape[-1]
@@ -146,7 +156,7 @@ def collect_rollout(
             info["final_observation"],
         )
         done = terminated | truncated
-        shaping = shaping_term(potential, gamma, obs, info["final_observation"], terminated)
+        shaping = shaping_term(potential, gamma, obs, info["final_observation"], terminated, bonus)
 
         breakdown = info.get("reward_breakdown")
         if breakdown is None or num_components == 0:
