@@ -58,18 +58,25 @@ def test_a_death_step_gives_back_the_potential():
     assert float(got) == pytest.approx(-1.5 * 2)
 
 
-@settings(max_examples=50, deadline=None)
-@given(
+# an episode: the programs owned at each step, whether it ends by termination, and gamma
+EPISODES = given(
     owned=st.lists(st.integers(0, 23), min_size=2, max_size=30),
     terminated=st.booleans(),
     gamma=st.sampled_from([1.0, 0.99, 0.5]),
 )
+
+
+class Owning:
+    """An observation with only what the program terms read: ``n`` programs owned."""
+
+    def __init__(self, n):
+        self.programs = jnp.asarray([[1] * n + [0] * (23 - n)], jnp.int32)
+
+
+@settings(max_examples=50, deadline=None)
+@EPISODES
 def test_an_episode_of_shaping_terms_telescopes(owned, terminated, gamma):
     """sum_t gamma^t F_t = gamma^T phi(s_T) [0 if terminated] - phi(s_0): no cycle can be farmed."""
-
-    class Obs:  # only what the potential reads
-        def __init__(self, n):
-            self.programs = jnp.asarray([[1] * n + [0] * (23 - n)], jnp.int32)
 
     phi = program_potential(0.7)
     steps = len(owned) - 1
@@ -77,31 +84,25 @@ def test_an_episode_of_shaping_terms_telescopes(owned, terminated, gamma):
     for t in range(steps):
         last = t == steps - 1
         term = jnp.asarray([terminated and last])
-        f = shaping_term(phi, gamma, Obs(owned[t]), Obs(owned[t + 1]), term)
+        f = shaping_term(phi, gamma, Owning(owned[t]), Owning(owned[t + 1]), term)
         total += gamma**t * float(f[0])
     end = 0.0 if terminated else gamma**steps * 0.7 * owned[-1]
     assert total == pytest.approx(end - 0.7 * owned[0], abs=1e-4)
 
 
 @settings(max_examples=50, deadline=None)
-@given(
-    owned=st.lists(st.integers(0, 23), min_size=2, max_size=30),
-    terminated=st.booleans(),
-    gamma=st.sampled_from([1.0, 0.99, 0.5]),
-)
+@EPISODES
 def test_an_episode_of_bonus_terms_sums_to_what_it_ends_with(owned, terminated, gamma):
     """sum_t F_t = C (owned_T - owned_0), death or not: programs given back (UNDO) earn back
     nothing, and the programs an episode ends with are paid even when it ends by death."""
-
-    class Obs:
-        def __init__(self, n):
-            self.programs = jnp.asarray([[1] * n + [0] * (23 - n)], jnp.int32)
 
     bonus = program_potential(0.7)
     total = 0.0
     for t in range(len(owned) - 1):
         term = jnp.asarray([terminated and t == len(owned) - 2])
-        total += float(shaping_term(None, gamma, Obs(owned[t]), Obs(owned[t + 1]), term, bonus)[0])
+        total += float(
+            shaping_term(None, gamma, Owning(owned[t]), Owning(owned[t + 1]), term, bonus)[0]
+        )
     assert total == pytest.approx(0.7 * (owned[-1] - owned[0]), abs=1e-4)
 
 
