@@ -86,10 +86,10 @@ def shaping_term(potential, gamma: float, obs, final_obs, terminated, bonus=None
     shaping of this form leaves the optimal policy of the game's reward unchanged (Ng, Harada
     and Russell 1999), and a potential cannot be farmed.
 
-    ``bonus(s') - bonus(s)`` for ``bonus`` (0 when None), never zeroed: over an episode it sums
-    to ``bonus(s_T) - bonus(s_0)``, what the episode ends with, so it does move the optimum
-    (an intrinsic reward for ending with programs), yet no cycle (an UNDO that gives a program
-    back) earns anything.
+    ``bonus(s') - bonus(s)`` for ``bonus`` (0 when None), never zeroed: undiscounted, an
+    episode's terms sum to ``bonus(s_T) - bonus(s_0)``, what the episode ends with, so it does
+    move the optimum (an intrinsic reward for ending with programs). Under discounting a cycle
+    that gives a program back (UNDO) and takes it again nets ``C (1 - gamma)`` per cycle.
     """
     out = jnp.zeros(terminated.shape, jnp.float32)
     if potential is not None:
