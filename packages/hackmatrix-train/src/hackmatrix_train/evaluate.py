@@ -20,7 +20,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
-from hackmatrix_env.constants import Action, BlockKind, Content
+from hackmatrix_env.constants import NUM_PROGRAMS, Action, BlockKind, Content
 from hackmatrix_env.siphon import owned_program_map, siphon_reach
 
 from hackmatrix_train.network import masked_categorical
@@ -57,7 +57,7 @@ def _blocks_in_reach(game):
     reach = siphon_reach(game) & (grid.content == Content.BLOCK)
     data = reach & (grid.block_kind == BlockKind.DATA)
     prog = reach & (grid.block_kind == BlockKind.PROGRAM)
-    prog_id = jnp.clip(grid.block_program.astype(jnp.int32), 0, owned_program_map(game).size - 1)
+    prog_id = jnp.clip(grid.block_program.astype(jnp.int32), 0, NUM_PROGRAMS - 1)
     new = prog & ~owned_program_map(game)[prog_id]
     # a cross holds at most one block per program (programs are distinct within a stage)
     return data.sum(dtype=jnp.int32), prog.sum(dtype=jnp.int32), new.sum(dtype=jnp.int32)
@@ -121,7 +121,7 @@ def tally_step(acc: dict, state_before, action, reward, terminated, truncated, i
     played = jnp.where(alive[:, None], jax.nn.one_hot(action, num_actions, dtype=jnp.int32), 0)
     invalid = info.get("invalid_action", jnp.zeros(n, bool))
     siphoned = alive & (action == int(Action.SIPHON)) & ~invalid
-    taken = siphon_blocks(state_before, siphoned) if num_actions == 28 else None
+    taken = siphon_blocks(state_before, siphoned)  # zeros for another env's state
     return {
         "alive": alive & ~(terminated | truncated),
         "ret": acc["ret"] + jnp.where(alive, reward, 0.0),
@@ -137,16 +137,8 @@ def tally_step(acc: dict, state_before, action, reward, terminated, truncated, i
             jnp.maximum(acc["programs_owned"], programs_owned_of(state_before, n)),
             acc["programs_owned"],
         ),
-        **_add_siphon_blocks(acc, taken),
-    }
-
-
-def _add_siphon_blocks(acc: dict, taken: dict | None) -> dict:
-    if taken is None:  # not the HackMatrix action space: nothing to split
-        return {k: acc[k] for k in ("block_siphons", *SIPHON_BLOCK_KEYS)}
-    reached = (taken["data_blocks"] + taken["program_blocks"]) > 0
-    return {
-        "block_siphons": acc["block_siphons"] + reached.astype(jnp.int32),
+        "block_siphons": acc["block_siphons"]
+        + ((taken["data_blocks"] + taken["program_blocks"]) > 0).astype(jnp.int32),
         **{k: acc[k] + taken[k] for k in SIPHON_BLOCK_KEYS},
     }
 
