@@ -1,4 +1,4 @@
-"""The policy shipped in ``policies/``: it loads, it is the default recipe, and it plays deep."""
+"""The policies shipped in ``policies/``: they load, they are the recipes they say, and they play."""
 
 from __future__ import annotations
 
@@ -38,3 +38,28 @@ def test_the_shipped_policy_plays_deep_where_random_play_dies(greedy_and_random)
     assert greedy["return_mean"] > random["return_mean"] + 10
     assert greedy["siphons_per_episode"] >= 1.5
     assert greedy["unfinished"] == 0
+
+
+QUIRK_POLICY = POLICY.parent / "bonus2-h200-593m"
+
+
+def test_the_quirk_policy_is_the_recipe_with_the_program_bonus_at_65536_envs():
+    cfg = TrainConfig.from_dict(json.loads((QUIRK_POLICY / "params.json").read_text())["config"])
+    for key, value in PRESETS["default"].items():
+        if key != "total_timesteps":  # set by --time-budget
+            assert getattr(cfg, key) == value, key
+    assert cfg.num_envs == 65536 and cfg.time_budget is not None and cfg.program_bonus == 2
+    assert cfg.total_timesteps == 593_494_016
+
+
+def test_the_quirk_policy_completes_stages_through_the_undo_quirk(greedy_and_random):
+    """Its README figures are 256 episodes (7 % wins, every one through the UNDO cross-stage
+    quirk, rules §11.4; 14.8 UNDO uses per episode); 16 episodes of the same key must show the
+    quirk at work, which the default policy never uses."""
+    quirk = evaluate_checkpoint(str(QUIRK_POLICY), greedy=True, episodes=16, seed=0)
+    default, random = greedy_and_random
+    assert quirk["stage_completions_by_undo_quirk"] >= 1
+    assert default["stage_completions_by_undo_quirk"] == 0
+    assert quirk["program_use"]["undo"] >= 5 * 16
+    assert quirk["return_mean"] > random["return_mean"] + 10
+    assert quirk["unfinished"] == 0
