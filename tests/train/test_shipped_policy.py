@@ -12,11 +12,18 @@ from hackmatrix_train.config import PRESETS, TrainConfig
 POLICY = Path(__file__).resolve().parents[2] / "policies" / "default-h200-257m"
 
 
-def test_the_shipped_policy_is_the_default_recipe_at_gpu_scale():
-    cfg = TrainConfig.from_dict(json.loads((POLICY / "params.json").read_text())["config"])
+def recipe_of(policy: Path) -> TrainConfig:
+    """The policy's training config, checked to be the default preset in every field but the
+    length (which ``--time-budget`` sets)."""
+    cfg = TrainConfig.from_dict(json.loads((policy / "params.json").read_text())["config"])
     for key, value in PRESETS["default"].items():
-        if key != "total_timesteps":  # set by --time-budget
+        if key != "total_timesteps":
             assert getattr(cfg, key) == value, key
+    return cfg
+
+
+def test_the_shipped_policy_is_the_default_recipe_at_gpu_scale():
+    cfg = recipe_of(POLICY)
     assert cfg.num_envs == 16384 and cfg.time_budget is not None and cfg.program_potential == 0
     assert cfg.total_timesteps == 256_901_120
 
@@ -44,10 +51,7 @@ QUIRK_POLICY = POLICY.parent / "bonus2-h200-593m"
 
 
 def test_the_quirk_policy_is_the_recipe_with_the_program_bonus_at_65536_envs():
-    cfg = TrainConfig.from_dict(json.loads((QUIRK_POLICY / "params.json").read_text())["config"])
-    for key, value in PRESETS["default"].items():
-        if key != "total_timesteps":  # set by --time-budget
-            assert getattr(cfg, key) == value, key
+    cfg = recipe_of(QUIRK_POLICY)
     assert cfg.num_envs == 65536 and cfg.time_budget is not None and cfg.program_bonus == 2
     assert cfg.total_timesteps == 593_494_016
 
