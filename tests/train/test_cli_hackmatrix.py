@@ -35,7 +35,8 @@ def test_hm_train_tiny_on_hackmatrix(tmp_path):
     assert final["episodes"] == 6 and final["policy"] == "greedy" and final["eval_seed"] == 0
     for key in ("return_mean", "stage_distribution", "win_rate", "siphons_per_episode",
                 "program_use", "non_undo_programs_per_episode", "distinct_programs_used",
-                "stage_completions_by_exit", "stage_completions_by_undo_quirk"):  # fmt: skip
+                "stage_completions_by_exit", "stage_completions_by_undo_quirk",
+                "episodes_using_the_quirk", "win_rate_without_quirk"):  # fmt: skip
         assert key in final, key
     assert set(final["program_use"]) == set(PROGRAM_NAMES)
     assert sum(int(c) for c in final["stage_distribution"].values()) == 6

@@ -101,7 +101,28 @@ def test_summary_schema_counts_programs_without_undo():
     assert s["programs_owned_mean"] == 2.0
     assert s["stage_5plus_frac"] == 0.75 and s["win_rate"] == 0.25
     assert (s["stage_completions_by_exit"], s["stage_completions_by_undo_quirk"]) == (17, 1)
+    # the one win used the quirk: no quirk-free win
+    assert s["episodes_using_the_quirk"] == 1 and s["win_rate_without_quirk"] == 0.0
     json.dumps(s)  # JSON-ready
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_quirk_free_wins_are_the_wins_of_episodes_without_quirk_completions(seed):
+    rng = np.random.default_rng(seed)
+    n = 64
+    won = rng.random(n) < 0.3
+    quirk = np.where(rng.random(n) < 0.4, rng.integers(1, 7, n), 0)
+    result = {
+        "alive": np.zeros(n, bool), "ret": rng.normal(size=n).astype(np.float32),
+        "length": np.full(n, 10), "stage": np.where(won, 8, rng.integers(1, 8, n)), "won": won,
+        "actions": np.zeros((n, 28), np.int32), "exit_completions": rng.integers(0, 8, n),
+        "quirk_completions": quirk,
+    }  # fmt: skip
+    s = summarize(result)
+    by_hand = sum(1 for w, q in zip(won, quirk, strict=True) if w and q == 0) / n
+    assert s["win_rate_without_quirk"] == pytest.approx(by_hand)
+    assert s["win_rate_without_quirk"] <= s["win_rate"]
+    assert s["episodes_using_the_quirk"] == int((quirk > 0).sum())
 
 
 def test_siphons_are_split_into_block_siphons_and_resource_pickups():

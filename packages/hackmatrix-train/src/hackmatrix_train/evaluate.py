@@ -212,6 +212,11 @@ def summarize(result: dict, program_names=()) -> dict:
     if "exit_completions" in r:
         out["stage_completions_by_exit"] = int(r["exit_completions"].sum())
         out["stage_completions_by_undo_quirk"] = int(r["quirk_completions"].sum())
+        # a win through the quirk pays the victory bonus too: the quirk-free rate is the one
+        # that says the policy beat the game by playing it (rules §11.4)
+        quirk = r["quirk_completions"] > 0
+        out["episodes_using_the_quirk"] = int(quirk.sum())
+        out["win_rate_without_quirk"] = float((r["won"] & ~quirk).mean())
     if actions.shape[1] == 28:
         out["move_frac"] = float(actions[:, :4].sum() / total)
         out["siphon_frac"] = float(actions[:, 4].sum() / total)

@@ -44,14 +44,15 @@ SUMMARY_KEYS = (("return", "return_mean"), ("stage", "stage_mean"),
                 ("programs_acquired_per_episode", "programs_acquired_per_episode"),
                 ("programs_per_episode", "programs_per_episode"),
                 ("stage_3plus_frac", "stage_3plus_frac"), ("stage_5plus_frac", "stage_5plus_frac"),
-                ("win_rate", "win_rate"),
+                ("win_rate", "win_rate"), ("win_rate_without_quirk", "win_rate_without_quirk"),
                 ("non_undo_programs_per_episode", "non_undo_programs_per_episode"),
                 ("distinct_programs_used", "distinct_programs_used"))  # fmt: skip
 # results_<tag>.md: one row per seed, then the mean; (header, summary key, format)
 TABLE_COLUMNS = (
     ("return", "return_mean", "{:+.2f}"), ("mean stage", "stage_mean", "{:.2f}"),
     ("stage 3+", "stage_3plus_frac", "{:.0%}"), ("stage 5+", "stage_5plus_frac", "{:.0%}"),
-    ("wins", "win_rate", "{:.1%}"), ("siphons/ep", "siphons_per_episode", "{:.2f}"),
+    ("wins", "win_rate", "{:.1%}"), ("wins without the quirk", "win_rate_without_quirk", "{:.1%}"),
+    ("siphons/ep", "siphons_per_episode", "{:.2f}"),
     ("of them on blocks", "block_siphons_per_episode", "{:.2f}"),
     ("programs acquired/ep", "programs_acquired_per_episode", "{:.2f}"),
     ("programs/ep", "programs_per_episode", "{:.2f}"),
