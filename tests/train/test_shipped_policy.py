@@ -10,6 +10,7 @@ from hackmatrix_train.cli import evaluate_checkpoint
 from hackmatrix_train.config import PRESETS, TrainConfig
 
 POLICY = Path(__file__).resolve().parents[2] / "policies" / "default-h200-257m"
+QUIRK_POLICY = POLICY.parent / "bonus2-h200-593m"
 
 
 def recipe_of(policy: Path) -> TrainConfig:
@@ -45,9 +46,6 @@ def test_the_shipped_policy_plays_deep_where_random_play_dies(greedy_and_random)
     assert greedy["return_mean"] > random["return_mean"] + 10
     assert greedy["siphons_per_episode"] >= 1.5
     assert greedy["unfinished"] == 0
-
-
-QUIRK_POLICY = POLICY.parent / "bonus2-h200-593m"
 
 
 def test_the_quirk_policy_is_the_recipe_with_the_program_bonus_at_65536_envs():
