@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from builders import make_state
 from hackmatrix_env import EnvParams, HackMatrix
-from hackmatrix_env.constants import NUM_REWARD_COMPONENTS, Action
+from hackmatrix_env.constants import NUM_REWARD_COMPONENTS, Action, Program
 from hackmatrix_train.cli import build_parser, config_from_args
 from hackmatrix_train.config import TrainConfig, validate
 from hackmatrix_train.loop import make_train
@@ -126,6 +126,44 @@ def test_the_bonus_of_a_siphoned_program_is_kept_through_a_death():
         program_potential(1.5), 0.99, obs, info["final_observation"], terminated, bonus
     )
     assert float(both) == pytest.approx(-1.5 * 2)  # the potential alone is given back
+
+
+@pytest.mark.parametrize("program, paid", [("undo", 0.0), ("push", 3.0)])
+def test_the_bonus_that_skips_undo_pays_for_every_program_but_undo(program, paid):
+    state = make_state((2, 2), siphons=1, owned=["wait"], blocks=[("program", (3, 2), program)])
+    obs = ENV.get_obs(state, PARAMS)
+    _, _, _, terminated, _, info = ENV.step(
+        jax.random.key(0), state, jnp.int32(Action.SIPHON), PARAMS
+    )
+    final = info["final_observation"]
+    assert int(final.programs.sum()) == 2  # the program was acquired
+    got = shaping_term(None, 0.99, obs, final, terminated, program_potential(3.0, skip_undo=True))
+    assert float(got) == pytest.approx(paid)
+    counted = shaping_term(None, 0.99, obs, final, terminated, program_potential(3.0))
+    assert float(counted) == pytest.approx(3.0)  # without skip_undo, UNDO is paid like any other
+
+
+@settings(max_examples=50, deadline=None)
+@given(owned=st.lists(st.booleans(), min_size=23, max_size=23), coef=st.floats(0.1, 5.0))
+def test_the_potential_that_skips_undo_counts_the_other_programs(owned, coef):
+    class Flags:
+        programs = jnp.asarray([owned], jnp.int32)
+
+    undo = owned[Program.UNDO]
+    got = float(program_potential(coef, skip_undo=True)(Flags)[0])
+    assert got == pytest.approx(coef * (sum(owned) - undo), rel=1e-5)
+    assert float(program_potential(coef)(Flags)[0]) == pytest.approx(coef * sum(owned), rel=1e-5)
+
+
+def test_skip_undo_is_a_flag_that_needs_a_program_term():
+    cfg, explicit = config_from_args(
+        build_parser().parse_args(["--program-bonus", "2", "--program-terms-skip-undo"])
+    )
+    assert cfg.program_terms_skip_undo and "program_terms_skip_undo" in explicit
+    assert not config_from_args(build_parser().parse_args([]))[0].program_terms_skip_undo
+    with pytest.raises(ValueError, match="--program-terms-skip-undo changes nothing"):
+        validate(TrainConfig(program_terms_skip_undo=True))
+    validate(TrainConfig(program_terms_skip_undo=True, program_potential=1.0))
 
 
 def test_rollouts_with_shaping_play_the_same_games_with_the_same_rewards():

@@ -114,6 +114,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="intrinsic reward inside the loss: this x each program acquired, kept at death "
         "(0: off); returns and evaluations stay the game's reward",
     )
+    add(
+        "--program-terms-skip-undo",
+        action="store_true",
+        help="the program potential and bonus count every program but UNDO",
+    )
     add("--network", choices=NETWORKS, help="mlp (flattened obs) or grid (conv over 6x6 cells)")
     add("--hidden-dim")
     add("--num-layers")

@@ -116,6 +116,9 @@ class TrainConfig:
     # intrinsic reward in the loss only: this x the change in programs owned, kept when the
     # episode ends (unlike the potential), so it pays for ending with programs; 0 = off
     program_bonus: float = 0.0
+    # both program terms count every program but UNDO, whose cross-stage quirk (rules §11.4)
+    # the game's reward already pays for
+    program_terms_skip_undo: bool = False
     # network
     network: str = "mlp"
     hidden_dim: int = 256
@@ -266,6 +269,11 @@ def validate(cfg: TrainConfig, num_devices: int = 1) -> None:
         raise ValueError(f"--program-potential must be >= 0, got {cfg.program_potential}")
     if cfg.program_bonus < 0:
         raise ValueError(f"--program-bonus must be >= 0, got {cfg.program_bonus}")
+    if cfg.program_terms_skip_undo and cfg.program_bonus == 0 and cfg.program_potential == 0:
+        raise ValueError(
+            "--program-terms-skip-undo changes nothing without --program-bonus or "
+            "--program-potential"
+        )
     if cfg.history_depth < 1:
         raise ValueError(f"--history-depth must be >= 1, got {cfg.history_depth}")
 

@@ -258,8 +258,9 @@ def make_update(cfg, apply_fn, tx, env, env_params, axis_name=None):
     ``sched`` (a ``Schedule``) gives the run's length, so the compiled update serves any length.
     """
     num_mb = cfg.num_minibatches
-    potential = program_potential(cfg.program_potential)
-    bonus = program_potential(cfg.program_bonus)  # the same count, kept at termination
+    skip_undo = cfg.program_terms_skip_undo
+    potential = program_potential(cfg.program_potential, skip_undo)
+    bonus = program_potential(cfg.program_bonus, skip_undo)  # the same count, kept at the end
 
     def update(runner: RunnerState, sched: Schedule):
         k_roll, k_epochs, k_next = jax.random.split(runner.key, 3)

@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 from flax import struct
+from hackmatrix_env.constants import NUM_PROGRAMS, Program
 
 from hackmatrix_train.network import masked_categorical
 
@@ -67,14 +68,20 @@ def stage_of(env_state, num_envs: int) -> jax.Array:
     return game.stage.astype(jnp.int32)
 
 
-def program_potential(coef: float):
+def program_potential(coef: float, skip_undo: bool = False):
     """``obs -> f32[N]``: the shaping potential ``coef`` x programs owned, or None when 0.
 
     HackMatrix observations carry ``programs`` (int32[N, 23] ownership flags, interface §3.3).
+    ``skip_undo`` leaves UNDO out of the count: with UNDO counted, a bonus pays for taking the
+    one program whose cross-stage quirk (rules §11.4) the canonical reward already pays for.
     """
     if coef == 0:
         return None
-    return lambda obs: jnp.float32(coef) * obs.programs.sum(-1).astype(jnp.float32)
+    weights = jnp.ones(NUM_PROGRAMS, jnp.float32)
+    if skip_undo:
+        weights = weights.at[Program.UNDO].set(0.0)
+    weights = jnp.float32(coef) * weights
+    return lambda obs: (obs.programs.astype(jnp.float32) * weights).sum(-1)
 
 
 def shaping_term(potential, gamma: float, obs, final_obs, terminated, bonus=None) -> jax.Array:
