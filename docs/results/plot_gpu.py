@@ -1,0 +1,105 @@
+"""The GPU-scale figures of the README, from ``hm-train``'s printed progress lines.
+
+A plain ``hm-train`` run logs its curves to wandb and prints one progress line per chunk; on a
+lent GPU machine the printed log is what comes back. This script turns such logs into the
+curve CSVs in ``parts/`` and draws the two figures from them:
+
+    uv run python docs/results/plot_gpu.py curves train.log parts/curves_<tag>.csv
+    uv run python docs/results/plot_gpu.py figures
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+PARTS = HERE / "parts"
+COLUMNS = [
+    "update", "env_steps", "steps_per_second", "train/episode_return", "train/episode_length",
+    "train/num_episodes", "stats/mean_stage", "stats/highest_stage", "actions/siphon_frac",
+    "actions/program_frac", "train/entropy", "train/approx_kl", "train/clip_frac",
+    "train/explained_variance",
+]  # fmt: skip
+PROGRESS = re.compile(
+    r"update (\d+)/\d+ \| steps ([\d,]+) \| ([\d,]+) steps/s \| ETA \S+ \| return (\S+) \| "
+    r"len (\S+) \| eps (\d+) \| stage ([\d.]+)/(\d+) \| siphon (\S+) prog (\S+) \| ent (\S+) "
+    r"kl (\S+) clip (\S+) ev (\S+)"
+)
+
+SCALE = (  # the default recipe at CPU and at GPU scale
+    ("curves_default_s1_cpu.csv", "default, 256 envs, 25M steps (2-core CPU, 57 min)"),
+    ("curves_gpu_s0_h200.csv", "default at 16,384 envs, 257M steps (one H200, 6 min)"),
+    (
+        "curves_gpu_default579m_s0_h200.csv",
+        "default at 65,536 envs, 579M steps (one H200, 6.5 min)",
+    ),
+)
+BONUS = (  # the program bonus at GPU scale against the default
+    ("curves_gpu_s0_h200.csv", "default, 16,384 envs, 257M"),
+    ("curves_gpu_default65k_s0_h200.csv", "default, 65,536 envs, 178M (a shorter run)"),
+    ("curves_gpu_default579m_s0_h200.csv", "default, 65,536 envs, 579M"),
+    ("curves_gpu_bonus2_s0_h200.csv", "--program-bonus 2, 65,536 envs, 593M"),
+    ("curves_gpu_bonus2skip166m_s0_h200.csv", "--program-bonus 2 --program-terms-skip-undo, 166M"),
+)
+
+
+def curves_from_log(log: Path, out: Path) -> int:
+    """Write the progress lines of an ``hm-train`` log as a curve CSV; returns the row count."""
+    rows = 0
+    with open(out, "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(COLUMNS)
+        for line in log.read_text().splitlines():
+            if m := PROGRESS.search(line):
+                fields = list(m.groups())
+                fields[1], fields[2] = fields[1].replace(",", ""), fields[2].replace(",", "")
+                writer.writerow(fields)
+                rows += 1
+    return rows
+
+
+def _plot(runs, keys, path: Path, title: str, log_x: bool) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(keys), figsize=(6 * len(keys), 4.2))
+    for name, label in runs:
+        with open(PARTS / name) as f:
+            rows = list(csv.DictReader(f))
+        steps = [int(r["env_steps"]) / (1 if log_x else 1e6) for r in rows]
+        for ax, (key, ylabel) in zip(axes, keys, strict=True):
+            ax.plot(steps, [float(r[key]) for r in rows], label=label, lw=1.2)
+            ax.set_ylabel(ylabel)
+    for ax in axes:
+        ax.set_xscale("log" if log_x else "linear")
+        ax.set_xlabel("env steps" if log_x else "env steps (M)")
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=8)
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def figures() -> None:
+    """Draw ``learning_curve_gpu_h200.png`` and ``learning_curve_gpu_bonus2_h200.png``."""
+    stage = ("stats/mean_stage", "mean stage (training episodes)")
+    ret = ("train/episode_return", "mean training-episode return")
+    _plot(SCALE, (ret, stage), HERE / "learning_curve_gpu_h200.png",
+          "hm-train default recipe: CPU scale vs GPU scale (--time-budget on one H200)", True)  # fmt: skip
+    programs = ("actions/program_frac", "program fraction of actions (training)")
+    _plot(BONUS, (ret, stage, programs), HERE / "learning_curve_gpu_bonus2_h200.png",
+          "HackMatrix PPO at GPU scale (one NVIDIA H200, seed 0): training curves", False)  # fmt: skip
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["curves"] and len(sys.argv) == 4:
+        print(curves_from_log(Path(sys.argv[2]), Path(sys.argv[3])), "rows")
+    elif sys.argv[1:] == ["figures"]:
+        figures()
+    else:
+        sys.exit(__doc__)
