@@ -269,6 +269,20 @@ def test_explicit_flags_override_the_preset():
     validate(off)
 
 
+def test_the_programs_preset_is_the_default_recipe_with_the_bonus_that_skips_undo():
+    from hackmatrix_train.cli import build_parser, config_from_args
+
+    default, _ = config_from_args(build_parser().parse_args([]))
+    programs, explicit = config_from_args(build_parser().parse_args(["--preset", "programs"]))
+    assert explicit == frozenset()
+    assert programs == default.replace(program_bonus=2.0, program_terms_skip_undo=True)
+    validate(programs)
+    stronger, _ = config_from_args(
+        build_parser().parse_args(["--preset", "programs", "--program-bonus", "5"])
+    )
+    assert stronger.program_bonus == 5.0 and stronger.program_terms_skip_undo
+
+
 def test_unknown_preset_is_a_clear_error():
     from hackmatrix_train.config import apply_preset
 

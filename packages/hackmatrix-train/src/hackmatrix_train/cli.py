@@ -160,7 +160,8 @@ def build_parser() -> argparse.ArgumentParser:
         choices=sorted(PRESETS),
         default=DEFAULT_PRESET,
         help="named defaults: 'default' is the single-run recipe (specs/train.md §10), "
-        "'reference' the earlier trainer's plain PPO; explicit flags override either",
+        "'programs' the same with --program-bonus 2 --program-terms-skip-undo, 'reference' "
+        "the earlier trainer's plain PPO; explicit flags override any of them",
     )
     p.add_argument(
         "--cpu-devices",

@@ -28,20 +28,24 @@ NETWORKS = ("mlp", "grid")
 # The field defaults of ``TrainConfig`` are plain PPO (any gymnax env, the configuration of the
 # earlier trainer); ``hm-train`` applies the preset "default", the single-run recipe of
 # specs/train.md §10 (grid encoder, annealed entropy, the exploration floor switched on once
-# movement is learned), sized to finish within an hour on a 2-core CPU. "reference" keeps the
-# earlier trainer's configuration reachable for comparisons.
+# movement is learned), sized to finish within an hour on a 2-core CPU. "programs" is that
+# recipe with the program bonus that leaves UNDO out: it siphons blocks and uses programs, and
+# reaches fewer stages (specs/train.md §10). "reference" keeps the earlier trainer's
+# configuration reachable for comparisons.
+_DEFAULT_RECIPE = {
+    "network": "grid",
+    "num_steps": 32,
+    "total_timesteps": 25_000_000,
+    "lr": 5e-4,
+    "ent_coef": 0.02,
+    "ent_coef_end": 0.002,
+    "explore_floor": 0.01,
+    "explore_floor_end": 0.001,
+    "explore_floor_start": 0.6,
+}
 PRESETS: dict[str, dict] = {
-    "default": {
-        "network": "grid",
-        "num_steps": 32,
-        "total_timesteps": 25_000_000,
-        "lr": 5e-4,
-        "ent_coef": 0.02,
-        "ent_coef_end": 0.002,
-        "explore_floor": 0.01,
-        "explore_floor_end": 0.001,
-        "explore_floor_start": 0.6,
-    },
+    "default": _DEFAULT_RECIPE,
+    "programs": {**_DEFAULT_RECIPE, "program_bonus": 2.0, "program_terms_skip_undo": True},
     "reference": {},
 }
 DEFAULT_PRESET = "default"
