@@ -270,12 +270,15 @@ def test_explicit_flags_override_the_preset():
 
 
 def test_the_programs_preset_is_the_default_recipe_with_the_bonus_that_skips_undo():
-    from hackmatrix_train.cli import build_parser, config_from_args
+    from hackmatrix_train.cli import build_parser, config_from_args, default_run_name
 
     default, _ = config_from_args(build_parser().parse_args([]))
     programs, explicit = config_from_args(build_parser().parse_args(["--preset", "programs"]))
     assert explicit == frozenset()
-    assert programs == default.replace(program_bonus=2.0, program_terms_skip_undo=True)
+    assert programs == default.replace(
+        program_bonus=2.0, program_terms_skip_undo=True, run_suffix="programs"
+    )
+    assert default_run_name(programs) == default_run_name(default) + "-programs"
     validate(programs)
     stronger, _ = config_from_args(
         build_parser().parse_args(["--preset", "programs", "--program-bonus", "5"])

@@ -45,7 +45,12 @@ _DEFAULT_RECIPE = {
 }
 PRESETS: dict[str, dict] = {
     "default": _DEFAULT_RECIPE,
-    "programs": {**_DEFAULT_RECIPE, "program_bonus": 2.0, "program_terms_skip_undo": True},
+    "programs": {
+        **_DEFAULT_RECIPE,
+        "program_bonus": 2.0,
+        "program_terms_skip_undo": True,
+        "run_suffix": "programs",  # its runs do not share the default's run directory
+    },
     "reference": {},
 }
 DEFAULT_PRESET = "default"
