@@ -191,3 +191,27 @@ def test_siphon_block_counts_agree_with_the_game_on_random_play():
     np.testing.assert_array_equal(o["data_blocks"][ok] > 0, o["scored"][ok])
     for k in SIPHON_BLOCK_KEYS:
         assert not o[k][~ok].any()
+
+
+def test_episodes_at_the_step_limit_are_those_the_limit_cut(limit=6):
+    """Random masked play under ``max_steps_in_episode = limit``: an episode counts as cut by
+    the limit exactly when it lasted ``limit`` steps and did not end the game (death or win)."""
+    from hackmatrix_env import EnvParams
+    from hackmatrix_train.evaluate import make_evaluate
+
+    n = 64
+    params = EnvParams(max_steps_in_episode=limit)
+    run = make_evaluate(ENV, params, None, n, limit + 4, greedy=False)
+    r = jax.device_get(run(None, jax.random.key(limit)))
+    cut = np.asarray(r["at_step_limit"])
+    assert (np.asarray(r["length"])[cut] == limit).all()
+    assert not np.asarray(r["won"])[cut].any() and not np.asarray(r["alive"]).any()
+    shorter = np.asarray(r["length"]) < limit  # ended by the game itself
+    assert not cut[shorter].any() and cut.sum() + shorter.sum() <= n
+    assert cut.sum() >= 1
+    s = summarize(r)
+    assert s["episodes_at_step_limit"] == int(cut.sum())
+    unlimited = make_evaluate(ENV, EnvParams(), None, n, limit, greedy=False)
+    assert not np.asarray(
+        jax.device_get(unlimited(None, jax.random.key(limit)))["at_step_limit"]
+    ).any()

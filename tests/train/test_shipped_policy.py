@@ -12,14 +12,15 @@ from hackmatrix_train.config import PRESETS, TrainConfig
 POLICY = Path(__file__).resolve().parents[2] / "policies" / "default-h200-579m"
 SHORTER_POLICY = POLICY.parent / "default-h200-257m"
 QUIRK_POLICY = POLICY.parent / "bonus2-h200-593m"
+PROGRAMS_POLICY = POLICY.parent / "programs-cpu-25m"
 
 
-def recipe_of(policy: Path) -> TrainConfig:
-    """The policy's training config, checked to be the default preset in every field but the
-    length (which ``--time-budget`` sets)."""
+def recipe_of(policy: Path, preset: str = "default") -> TrainConfig:
+    """The policy's training config, checked to be ``preset`` in every field but the length
+    (which ``--time-budget`` sets) and the run's name."""
     cfg = TrainConfig.from_dict(json.loads((policy / "params.json").read_text())["config"])
-    for key, value in PRESETS["default"].items():
-        if key != "total_timesteps":
+    for key, value in PRESETS[preset].items():
+        if key not in ("total_timesteps", "run_suffix"):
             assert getattr(cfg, key) == value, key
     return cfg
 
@@ -71,3 +72,21 @@ def test_the_quirk_policy_completes_stages_through_the_undo_quirk(greedy_and_ran
     assert quirk["program_use"]["undo"] >= 5 * 16
     assert quirk["return_mean"] > random["return_mean"] + 10
     assert quirk["unfinished"] == 0
+
+
+def test_the_programs_policy_is_the_programs_preset_on_the_cpu():
+    cfg = recipe_of(PROGRAMS_POLICY, "programs")
+    assert cfg.num_envs == 256 and cfg.total_timesteps == 24_993_792 and cfg.seed == 0
+
+
+def test_the_programs_policy_siphons_blocks_and_uses_programs(greedy_and_random):
+    """Its README figures are 256 episodes (12.45 block siphons, 0.55 non-UNDO programs per
+    episode, 19 distinct); 16 episodes of the same key must show both, which the default
+    policy does not."""
+    programs = evaluate_checkpoint(str(PROGRAMS_POLICY), greedy=True, episodes=16, seed=0)
+    default, random = greedy_and_random
+    assert programs["block_siphons_per_episode"] >= 5 > 1 >= default["block_siphons_per_episode"]
+    assert programs["programs_acquired_per_episode"] >= 5
+    assert programs["non_undo_programs_per_episode"] > 0
+    assert programs["return_mean"] > random["return_mean"] + 10
+    assert programs["unfinished"] == 0

@@ -84,6 +84,7 @@ def new_tally(state, num_episodes: int, num_actions: int) -> dict:
     n = num_episodes
     return {
         "alive": jnp.ones(n, bool),
+        "at_step_limit": jnp.zeros(n, bool),
         "ret": jnp.zeros(n, jnp.float32),
         "length": jnp.zeros(n, jnp.int32),
         "stage": stage_of(state, n),
@@ -124,6 +125,9 @@ def tally_step(acc: dict, state_before, action, reward, terminated, truncated, i
     taken = siphon_blocks(state_before, siphoned)  # zeros for another env's state
     return {
         "alive": alive & ~(terminated | truncated),
+        # cut by max_steps_in_episode while alive: a policy that stalls or farms (a siphon
+        # undone and taken again, say) runs into the limit instead of ending the game
+        "at_step_limit": acc["at_step_limit"] | (alive & truncated & ~terminated),
         "ret": acc["ret"] + jnp.where(alive, reward, 0.0),
         "length": acc["length"] + alive.astype(jnp.int32),
         "stage": jnp.where(alive, jnp.maximum(acc["stage"], reached), acc["stage"]),
@@ -209,6 +213,8 @@ def summarize(result: dict, program_names=()) -> dict:
         "stage_3plus_frac": float((r["stage"] >= 3).mean()),
         "stage_5plus_frac": float((r["stage"] >= 5).mean()),
     }
+    if "at_step_limit" in r:
+        out["episodes_at_step_limit"] = int(r["at_step_limit"].sum())
     if "exit_completions" in r:
         out["stage_completions_by_exit"] = int(r["exit_completions"].sum())
         out["stage_completions_by_undo_quirk"] = int(r["quirk_completions"].sum())

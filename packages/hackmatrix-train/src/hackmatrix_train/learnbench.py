@@ -46,7 +46,8 @@ SUMMARY_KEYS = (("return", "return_mean"), ("stage", "stage_mean"),
                 ("stage_3plus_frac", "stage_3plus_frac"), ("stage_5plus_frac", "stage_5plus_frac"),
                 ("win_rate", "win_rate"), ("win_rate_without_quirk", "win_rate_without_quirk"),
                 ("non_undo_programs_per_episode", "non_undo_programs_per_episode"),
-                ("distinct_programs_used", "distinct_programs_used"))  # fmt: skip
+                ("distinct_programs_used", "distinct_programs_used"),
+                ("episodes_at_step_limit", "episodes_at_step_limit"))  # fmt: skip
 # results_<tag>.md: one row per seed, then the mean; (header, summary key, format)
 TABLE_COLUMNS = (
     ("return", "return_mean", "{:+.2f}"), ("mean stage", "stage_mean", "{:.2f}"),
@@ -59,6 +60,7 @@ TABLE_COLUMNS = (
     ("non-UNDO programs/ep", "non_undo_programs_per_episode", "{:.2f}"),
     ("distinct programs", "distinct_programs_used", "{:d}"),
     ("completions exit / UNDO quirk", None, None),
+    ("episodes at the step limit", "episodes_at_step_limit", "{:d}"),
 )  # fmt: skip
 
 
@@ -115,10 +117,12 @@ def results_table(summary: dict, kind: str = "greedy") -> str:
     for _, key, fmt in TABLE_COLUMNS:
         name = next((n for n, k in SUMMARY_KEYS if k == key), None)
         a = agg.get(f"{kind}_{name}") if name else None
-        if a is None:
+        if key is None:
             tot = [sum(r[kind].get(k, 0) for r in finals) for k in (
                 "stage_completions_by_exit", "stage_completions_by_undo_quirk")]  # fmt: skip
             mean_row.append(f"{tot[0]} / {tot[1]} (sum)")
+        elif a is None:  # summaries written before this figure existed
+            mean_row.append("-")
         else:
             value = a["mean"]
             mean_row.append(
