@@ -80,10 +80,10 @@ def test_the_programs_policy_is_the_programs_preset_on_the_cpu():
 
 
 def test_the_programs_policy_siphons_blocks_and_uses_programs(greedy_and_random):
-    """Its README figures are 256 episodes: outside the 13 that farm a program block with UNDO
-    until the step limit, 0.37 block siphons and 0.58 non-UNDO programs per episode. 16
-    episodes of the same key (no farm among them) must show both, where the default policy
-    shows neither."""
+    """Its README figures are 256 episodes: outside the 16 that run to the step limit (most
+    farm a program block with UNDO), 0.36 block siphons and 0.57 non-UNDO programs per
+    episode. 16 episodes of the same key (no farm among them) must show both, where the
+    default policy shows neither."""
     programs = evaluate_checkpoint(str(PROGRAMS_POLICY), greedy=True, episodes=16, seed=0)
     default, random = greedy_and_random
     assert programs["block_siphons_per_episode"] >= 0.25 > default["block_siphons_per_episode"]
