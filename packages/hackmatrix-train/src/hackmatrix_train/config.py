@@ -29,9 +29,9 @@ NETWORKS = ("mlp", "grid")
 # earlier trainer); ``hm-train`` applies the preset "default", the single-run recipe of
 # specs/train.md §10 (grid encoder, annealed entropy, the exploration floor switched on once
 # movement is learned), sized to finish within an hour on a 2-core CPU. "programs" is that
-# recipe with the program bonus that leaves UNDO out: it siphons blocks and uses programs, and
-# reaches fewer stages (specs/train.md §10). "reference" keeps the earlier trainer's
-# configuration reachable for comparisons.
+# recipe with the program bonus that leaves UNDO out: on one seed of two it keeps block siphons
+# and program use, a shallower policy (specs/train.md §10). "reference" keeps the earlier
+# trainer's configuration reachable for comparisons.
 _DEFAULT_RECIPE = {
     "network": "grid",
     "num_steps": 32,
