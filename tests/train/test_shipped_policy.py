@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from hackmatrix_train.cli import evaluate_checkpoint
-from hackmatrix_train.config import PRESETS, TrainConfig
+from hackmatrix_train.config import PRESETS, RUN_BOOKKEEPING, TrainConfig
 
 POLICY = Path(__file__).resolve().parents[2] / "policies" / "default-h200-579m"
 SHORTER_POLICY = POLICY.parent / "default-h200-257m"
@@ -17,10 +17,10 @@ PROGRAMS_POLICY = POLICY.parent / "programs-cpu-25m"
 
 def recipe_of(policy: Path, preset: str = "default") -> TrainConfig:
     """The policy's training config, checked to be ``preset`` in every field but the length
-    (which ``--time-budget`` sets) and the run's name."""
+    (which ``--time-budget`` sets) and the run's bookkeeping (its name, say)."""
     cfg = TrainConfig.from_dict(json.loads((policy / "params.json").read_text())["config"])
     for key, value in PRESETS[preset].items():
-        if key not in ("total_timesteps", "run_suffix"):
+        if key != "total_timesteps" and key not in RUN_BOOKKEEPING:
             assert getattr(cfg, key) == value, key
     return cfg
 
