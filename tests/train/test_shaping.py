@@ -18,6 +18,7 @@ from hackmatrix_env.constants import NUM_REWARD_COMPONENTS, Action, Program
 from hackmatrix_train.cli import build_parser, config_from_args
 from hackmatrix_train.config import TrainConfig, validate
 from hackmatrix_train.loop import make_train
+from hackmatrix_train.ppo import make_schedule, program_bonus_coef
 from hackmatrix_train.rollout import (
     collect_rollout,
     init_episode_acc,
@@ -217,3 +218,51 @@ def test_program_terms_config_is_checked_and_reaches_the_trainer(field):
     probe = TrainConfig(num_envs=4, num_steps=4, total_timesteps=16, **{field: 1.0})
     with pytest.raises(ValueError, match=f"{flag} needs .*programs"):
         make_train(probe, ProbeSuite(), ProbeParams())
+
+
+def test_the_bonus_end_flag_is_checked_and_reaches_the_trainer():
+    cfg, explicit = config_from_args(
+        build_parser().parse_args(["--program-bonus", "4", "--program-bonus-end", "0"])
+    )
+    assert (cfg.program_bonus, cfg.program_bonus_end) == (4.0, 0.0)
+    assert "program_bonus_end" in explicit
+    assert config_from_args(build_parser().parse_args([]))[0].program_bonus_end is None
+    for bad in (-1.0, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="--program-bonus-end must be >= 0"):
+            validate(TrainConfig(program_bonus=1.0, program_bonus_end=bad))
+    with pytest.raises(ValueError, match="--program-bonus-end changes nothing"):
+        validate(TrainConfig(program_bonus_end=0.0))
+    # a bonus that rises from 0 is a bonus: UNDO may be left out of it
+    validate(TrainConfig(program_bonus_end=2.0, program_terms_skip_undo=True))
+
+
+@pytest.mark.parametrize("start, end", [(4.0, 0.0), (1.0, None), (0.0, 3.0)])
+def test_the_bonus_coefficient_moves_linearly_over_the_run(start, end):
+    cfg = TrainConfig(program_bonus=start, program_bonus_end=end)
+    sched = make_schedule(cfg, 10)
+    got = [float(program_bonus_coef(cfg, sched, jnp.int32(u))) for u in (0, 5, 10, 20)]
+    final = start if end is None else end
+    assert got == pytest.approx([start, (start + final) / 2, final, final])
+
+
+def test_an_update_pays_the_bonus_at_the_scheduled_coefficient():
+    """The same rollout (same key, params and envs) at updates 0, 2 and 4 of a 4-update run
+    whose bonus falls from 4 to 0: its terms are 4, 2 and 0 x the same program count changes."""
+    cfg = TrainConfig(
+        num_envs=64, num_steps=32, total_timesteps=4 * 64 * 32, hidden_dim=16,
+        program_bonus=4.0, program_bonus_end=0.0, log_interval=1,
+    )  # fmt: skip
+    trainer = make_train(cfg)
+    runner = trainer.init()
+    metrics = {}
+    for update in (0, 2, 4):
+        at = jax.device_get(runner).replace(update=np.int32(update))
+        _, m = trainer.run_chunk(trainer.place(at), 1)
+        metrics[update] = jax.device_get(m)
+    paid = {u: float(m["train/shaping_per_step"]) for u, m in metrics.items()}
+    assert [float(metrics[u]["train/program_bonus"]) for u in (0, 2, 4)] == [4.0, 2.0, 0.0]
+    assert paid[0] != 0.0  # the random policy's rollout takes program blocks
+    assert paid[2] == pytest.approx(paid[0] / 2, rel=1e-6)
+    assert paid[4] == 0.0
+    rewards = [float(metrics[u]["train/episode_return"]) for u in (0, 2, 4)]
+    assert rewards[0] == rewards[1] == rewards[2]  # the game's returns do not change with it

@@ -115,6 +115,12 @@ def build_parser() -> argparse.ArgumentParser:
         "(0: off); returns and evaluations stay the game's reward",
     )
     add(
+        "--program-bonus-end",
+        type=float,
+        help="move the program bonus linearly from --program-bonus to this over the run "
+        "(default: constant)",
+    )
+    add(
         "--program-terms-skip-undo",
         action="store_true",
         help="the program potential and bonus count every program but UNDO",

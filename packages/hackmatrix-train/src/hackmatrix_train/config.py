@@ -125,6 +125,9 @@ class TrainConfig:
     # intrinsic reward in the loss only: this x the change in programs owned, kept when the
     # episode ends (unlike the potential), so it pays for ending with programs; 0 = off
     program_bonus: float = 0.0
+    # None: the bonus stays at program_bonus; else it moves linearly to this over the run, so
+    # a bonus that keeps programs in play early can hand the policy back to the game's reward
+    program_bonus_end: float | None = None
     # both program terms count every program but UNDO, whose cross-stage quirk (rules §11.4)
     # the game's reward already pays for
     program_terms_skip_undo: bool = False
@@ -278,13 +281,23 @@ def validate(cfg: TrainConfig, num_devices: int = 1) -> None:
         raise ValueError(f"--program-potential must be >= 0, got {cfg.program_potential}")
     if cfg.program_bonus < 0:
         raise ValueError(f"--program-bonus must be >= 0, got {cfg.program_bonus}")
-    if cfg.program_terms_skip_undo and cfg.program_bonus == 0 and cfg.program_potential == 0:
+    if cfg.program_bonus_end is not None:
+        if not (math.isfinite(cfg.program_bonus_end) and cfg.program_bonus_end >= 0):
+            raise ValueError(f"--program-bonus-end must be >= 0, got {cfg.program_bonus_end}")
+        if cfg.program_bonus == 0 and cfg.program_bonus_end == 0:
+            raise ValueError("--program-bonus-end changes nothing without --program-bonus")
+    if cfg.program_terms_skip_undo and not has_program_bonus(cfg) and cfg.program_potential == 0:
         raise ValueError(
             "--program-terms-skip-undo changes nothing without --program-bonus or "
             "--program-potential"
         )
     if cfg.history_depth < 1:
         raise ValueError(f"--history-depth must be >= 1, got {cfg.history_depth}")
+
+
+def has_program_bonus(cfg: TrainConfig) -> bool:
+    """Whether the program bonus is ever non-zero during the run (a static choice)."""
+    return cfg.program_bonus > 0 or (cfg.program_bonus_end or 0.0) > 0
 
 
 def apply_preset(

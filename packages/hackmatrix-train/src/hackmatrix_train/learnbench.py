@@ -32,6 +32,7 @@ CURVE_KEYS = (
     "stats/highest_stage", "stats/win_rate", "actions/siphon_frac", "actions/program_frac",
     "actions/kind_attack_frac", "train/entropy", "train/approx_kl", "train/clip_frac",
     "train/explained_variance", "train/ent_coef", "train/explore_floor", "train/explore_weight", "train/floor_loss",
+    "train/program_bonus",
 )  # fmt: skip
 # Periodic evaluation (--eval-every): the sampled policy on whole episodes of the real game
 # (stage 1), unbiased by the short-episode skew of training returns.

@@ -19,7 +19,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from hackmatrix_train.config import TrainConfig, validate
+from hackmatrix_train.config import TrainConfig, has_program_bonus, validate
 from hackmatrix_train.network import make_network
 from hackmatrix_train.ppo import RunnerState, Schedule, make_optimizer, make_schedule, make_update
 from hackmatrix_train.rollout import NUM_ACTION_KINDS, init_episode_acc
@@ -69,8 +69,8 @@ class Trainer:
         self.is_hackmatrix = self.num_actions == HACKMATRIX_ACTIONS and prog_names is not None
         self.program_names = prog_names if self.is_hackmatrix else ()
         for flag, coef in (("--program-potential", cfg.program_potential),
-                           ("--program-bonus", cfg.program_bonus)):  # fmt: skip
-            if coef > 0 and not hasattr(obs1, "programs"):
+                           ("--program-bonus", has_program_bonus(cfg))):  # fmt: skip
+            if coef and not hasattr(obs1, "programs"):
                 raise ValueError(
                     f"{flag} needs an observation with a `programs` field (HackMatrix)"
                 )
@@ -173,6 +173,7 @@ class Trainer:
             "train/ent_coef": s["ent_coef"] / n,
             "train/explore_floor": s["explore_floor"] / n,
             "train/explore_weight": s["explore_weight"] / n,
+            "train/program_bonus": s["program_bonus"] / n,
             "train/update": update.astype(f32),
             "train/invalid_actions": s["invalid"],
             # the trainer's shaping (loss only), per env step; train/episode_return excludes it

@@ -14,6 +14,7 @@ import optax
 from flax import struct
 from hackmatrix_env.constants import NUM_ACTIONS, Action
 
+from hackmatrix_train.config import has_program_bonus
 from hackmatrix_train.network import masked_categorical
 from hackmatrix_train.rollout import EpisodeAcc, Transition, collect_rollout, program_potential
 
@@ -192,6 +193,12 @@ def entropy_coef(cfg, sched: Schedule, update: jax.Array) -> jax.Array:
     return _linear(cfg.ent_coef, cfg.ent_coef_end, sched.num_updates, update)
 
 
+def program_bonus_coef(cfg, sched: Schedule, update: jax.Array) -> jax.Array:
+    """The program bonus's coefficient this update: linear from ``program_bonus`` to
+    ``program_bonus_end`` over the run (constant if end is None)."""
+    return _linear(cfg.program_bonus, cfg.program_bonus_end, sched.num_updates, update)
+
+
 def explore_floor(cfg, sched: Schedule, update: jax.Array) -> jax.Array | None:
     """The exploration floor this update: None when off (a static choice), else its value.
 
@@ -260,13 +267,20 @@ def make_update(cfg, apply_fn, tx, env, env_params, axis_name=None):
     num_mb = cfg.num_minibatches
     skip_undo = cfg.program_terms_skip_undo
     potential = program_potential(cfg.program_potential, skip_undo)
-    bonus = program_potential(cfg.program_bonus, skip_undo)  # the same count, kept at the end
+    # the same count, kept at the end; its coefficient follows the bonus schedule
+    programs_counted = program_potential(1.0, skip_undo) if has_program_bonus(cfg) else None
 
     def update(runner: RunnerState, sched: Schedule):
         k_roll, k_epochs, k_next = jax.random.split(runner.key, 3)
+        bonus_coef = program_bonus_coef(cfg, sched, runner.update)
+
+        def bonus(obs):
+            return bonus_coef * programs_counted(obs)
+
         env_state, obs, acc, traj, stats = collect_rollout(
             k_roll, apply_fn, runner.params, env, env_params, runner.env_state, runner.obs,
-            runner.acc, cfg.num_steps, potential, cfg.gamma, bonus,
+            runner.acc, cfg.num_steps, potential, cfg.gamma,
+            None if programs_counted is None else bonus,
         )  # fmt: skip
         _, last_value = apply_fn(runner.params, obs)
         adv, targets = compute_gae(traj, last_value, cfg.gamma, cfg.gae_lambda, cfg.reward_scale)
@@ -315,6 +329,7 @@ def make_update(cfg, apply_fn, tx, env, env_params, axis_name=None):
         raw = {**stats, **losses}
         raw["lr"] = learning_rate(cfg, sched, runner.update)
         raw["ent_coef"] = ent_coef
+        raw["program_bonus"] = bonus_coef if programs_counted is not None else jnp.float32(0.0)
         raw["explore_floor"] = jnp.float32(0.0) if floor is None else floor
         raw["explore_weight"] = jnp.float32(0.0) if floor is None else weight
         runner = runner.replace(
