@@ -118,7 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--program-bonus-end",
         type=float,
         help="move the program bonus linearly from --program-bonus to this over the run "
-        "(default: constant)",
+        "(unset: constant)",
     )
     add(
         "--program-terms-skip-undo",
