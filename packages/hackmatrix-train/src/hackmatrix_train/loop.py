@@ -68,9 +68,9 @@ class Trainer:
         self.component_names = comp_names
         self.is_hackmatrix = self.num_actions == HACKMATRIX_ACTIONS and prog_names is not None
         self.program_names = prog_names if self.is_hackmatrix else ()
-        for flag, coef in (("--program-potential", cfg.program_potential),
+        for flag, used in (("--program-potential", cfg.program_potential > 0),
                            ("--program-bonus", has_program_bonus(cfg))):  # fmt: skip
-            if coef and not hasattr(obs1, "programs"):
+            if used and not hasattr(obs1, "programs"):
                 raise ValueError(
                     f"{flag} needs an observation with a `programs` field (HackMatrix)"
                 )
