@@ -122,7 +122,7 @@ def results_table(summary: dict, kind: str = "greedy") -> str:
             tot = [sum(r[kind].get(k, 0) for r in finals) for k in (
                 "stage_completions_by_exit", "stage_completions_by_undo_quirk")]  # fmt: skip
             mean_row.append(f"{tot[0]} / {tot[1]} (sum)")
-        elif a is None:  # summaries written before this figure existed
+        elif a is None:  # an older summary without this figure
             mean_row.append("-")
         else:
             value = a["mean"]
