@@ -125,6 +125,14 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="the program potential and bonus count every program but UNDO",
     )
+    add(
+        "--disabled-programs",
+        type=str,
+        nargs="+",
+        metavar="NAME",
+        help="programs taken out of the agent's action mask in training and evaluation, e.g. "
+        "'undo' (an ablation of the agent; the game is unchanged)",
+    )
     add("--network", choices=NETWORKS, help="mlp (flattened obs) or grid (conv over 6x6 cells)")
     add("--hidden-dim")
     add("--num-layers")
@@ -195,6 +203,8 @@ def config_from_args(args: argparse.Namespace) -> tuple[TrainConfig, frozenset[s
     """The config of the given flags over the chosen preset; ``explicit`` names the flags given."""
     ns = {k: v for k, v in vars(args).items() if k not in NON_CONFIG_ARGS}
     explicit = frozenset(ns)
+    if "disabled_programs" in ns:
+        ns["disabled_programs"] = tuple(ns["disabled_programs"])
     cfg = apply_preset(TrainConfig(**ns), getattr(args, "preset", DEFAULT_PRESET), explicit)
     if cfg.explore_floor == 0 and "explore_floor_end" not in explicit:
         cfg = cfg.replace(explore_floor_end=None)  # --explore-floor 0 turns the floor off
@@ -442,6 +452,7 @@ def final_evaluation(trainer, params, cfg: TrainConfig, run_dir: Path, out=print
         cfg.final_eval_seed, greedy=True, program_names=trainer.program_names,
     )  # fmt: skip
     summary["env_steps"] = cfg.num_updates * cfg.batch_size
+    summary["disabled_programs"] = list(cfg.disabled_programs)
     out(format_table(summary, f"final evaluation ({summary['episodes']} greedy episodes)"))
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "eval_final.json").write_text(json.dumps(summary, indent=1))
@@ -530,7 +541,10 @@ def evaluate_checkpoint(
         from hackmatrix_env import EnvParams, HackMatrix
         from hackmatrix_env.constants import PROGRAM_NAMES
 
-        env, program_names = HackMatrix(), PROGRAM_NAMES
+        from hackmatrix_train.loop import make_env
+
+        # the policy sees the mask it trained with; the random baseline the whole game's
+        env, program_names = (HackMatrix() if random else make_env(cfg)), PROGRAM_NAMES
         env_params = EnvParams(
             max_steps_in_episode=cfg.max_steps_in_episode,
             start_stage=start_stage,
@@ -558,6 +572,7 @@ def evaluate_checkpoint(
     summary["env_steps"] = meta.get("env_steps")
     summary["start_stage"] = start_stage
     summary["eval_seed"] = seed
+    summary["disabled_programs"] = [] if random else list(cfg.disabled_programs)
     return summary
 
 

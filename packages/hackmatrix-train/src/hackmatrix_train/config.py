@@ -14,7 +14,7 @@ import math
 import warnings
 from dataclasses import dataclass, field
 
-from hackmatrix_env.constants import HISTORY_DEPTH
+from hackmatrix_env.constants import FIRST_PROGRAM, HISTORY_DEPTH, PROGRAM_NAMES
 
 # --auto-tune's envs per device: 256 per CPU core; 16,384 per GPU, where one H200 trains the
 # default recipe at 658k steps/s (1.01M at 32,768, 1.42M at 65,536) and learns more than the
@@ -131,6 +131,10 @@ class TrainConfig:
     # both program terms count every program but UNDO, whose cross-stage quirk (rules §11.4)
     # the game's reward already pays for
     program_terms_skip_undo: bool = False
+    # programs taken out of the agent's action mask in training and in every evaluation
+    # (hackmatrix_env.adapters.DisabledActionsWrapper), by name, e.g. ("undo",): an ablation
+    # of the agent, the game is unchanged
+    disabled_programs: tuple[str, ...] = ()
     # network
     network: str = "mlp"
     hidden_dim: int = 256
@@ -180,6 +184,7 @@ class TrainConfig:
     def to_dict(self) -> dict:
         d = dataclasses.asdict(self)
         d["notes"] = list(self.notes)
+        d["disabled_programs"] = list(self.disabled_programs)
         return d
 
     @classmethod
@@ -191,6 +196,7 @@ class TrainConfig:
             raise ValueError(f"unknown config keys: {unknown}")
         d = drop_removed_fields(d)
         d["notes"] = tuple(d.get("notes", ()))
+        d["disabled_programs"] = tuple(d.get("disabled_programs", ()))
         return cls(**d)
 
 
@@ -293,6 +299,17 @@ def validate(cfg: TrainConfig, num_devices: int = 1) -> None:
         )
     if cfg.history_depth < 1:
         raise ValueError(f"--history-depth must be >= 1, got {cfg.history_depth}")
+    disabled_actions(cfg)  # a clear error for an unknown program name
+
+
+def disabled_actions(cfg: TrainConfig) -> tuple[int, ...]:
+    """The action indices of ``cfg.disabled_programs`` (HackMatrix's), sorted."""
+    unknown = sorted(set(cfg.disabled_programs) - set(PROGRAM_NAMES))
+    if unknown:
+        raise ValueError(
+            f"--disabled-programs: unknown program names {unknown}; choose from {list(PROGRAM_NAMES)}"
+        )
+    return tuple(sorted(FIRST_PROGRAM + PROGRAM_NAMES.index(n) for n in set(cfg.disabled_programs)))
 
 
 def has_program_bonus(cfg: TrainConfig) -> bool:

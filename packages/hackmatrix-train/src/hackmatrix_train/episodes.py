@@ -34,6 +34,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from hackmatrix_env import EnvParams, HackMatrix
+from hackmatrix_env.adapters import allowed_actions, restrict_mask
 from hackmatrix_env.constants import (
     NUM_ACTIONS,
     NUM_STAGES,
@@ -116,15 +117,18 @@ class Stepper:
     cached per ``(batch size, row count)``; build one ``Stepper`` per policy and reuse it.
     """
 
-    def __init__(self, env_params: EnvParams, apply_fn=None, greedy: bool = True):
+    def __init__(self, env_params: EnvParams, apply_fn=None, greedy: bool = True, disabled=()):
         self.env_params = env_params
         self.apply_fn = apply_fn
         self.greedy = bool(greedy)
+        # actions out of the policy's mask (a run's --disabled-programs), as hm-eval's env has
+        self.disabled = tuple(disabled)
+        self._allowed = allowed_actions(self.disabled)
         self._decide = jax.jit(self._decide_impl)
 
     def _decide_impl(self, params, obs, key):
         """``(action int32[m], probs f32[m, 28], value f32[m])`` as ``make_evaluate`` decides."""
-        mask = obs.action_mask
+        mask = restrict_mask(obs.action_mask, jnp.asarray(self._allowed))
         if self.apply_fn is None:
             logits = jnp.zeros(mask.shape, jnp.float32)
             value = jnp.full(mask.shape[:-1], jnp.nan, jnp.float32)
@@ -342,7 +346,7 @@ def replay_log(log: dict, stepper: Stepper | None = None, params=None) -> list[E
     if stepper is None:
         stepper = Stepper(env_params)
     elif stepper.env_params != env_params:
-        stepper = Stepper(env_params, stepper.apply_fn, stepper.greedy)
+        stepper = Stepper(env_params, stepper.apply_fn, stepper.greedy, stepper.disabled)
     # One episode at a time: each replay is exact whatever the others are, and every log
     # runs the same compiled one-row step (hm-play's too).
     episodes = []

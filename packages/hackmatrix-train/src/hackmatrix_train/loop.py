@@ -240,16 +240,29 @@ class Trainer:
         return self.compile(runner)(runner, jnp.int32(n), self._schedule_arrays())
 
 
+def make_env(cfg: TrainConfig):
+    """HackMatrix as the config's agent sees it: without ``cfg.disabled_programs`` in its mask."""
+    from hackmatrix_env import HackMatrix
+    from hackmatrix_env.adapters import DisabledActionsWrapper
+
+    from hackmatrix_train.config import disabled_actions
+
+    disabled = disabled_actions(cfg)
+    return DisabledActionsWrapper(HackMatrix(), disabled) if disabled else HackMatrix()
+
+
 def make_train(cfg: TrainConfig, env=None, env_params=None, devices=None) -> Trainer:
     """The trainer for ``cfg`` on ``env`` (default: HackMatrix with the config's env params)."""
     if env is None:
-        from hackmatrix_env import EnvParams, HackMatrix
+        from hackmatrix_env import EnvParams
 
-        env = HackMatrix()
+        env = make_env(cfg)
         if env_params is None:
             env_params = EnvParams(
                 max_steps_in_episode=cfg.max_steps_in_episode, history_depth=cfg.history_depth
             )
+    elif cfg.disabled_programs:
+        raise ValueError("--disabled-programs applies to the HackMatrix env the trainer builds")
     if env_params is None:
         env_params = env.default_params
     return Trainer(cfg, env, env_params, devices)

@@ -24,6 +24,13 @@ from hackmatrix_train import compile_cache
 EVAL_REPLAY_EPISODES = 20  # hm-eval --replay keeps the page small: the first 20 episodes
 
 
+def disabled_of(meta) -> tuple[int, ...]:
+    """The action indices a checkpoint's run took out of its policy's mask (--disabled-programs)."""
+    from hackmatrix_train.config import TrainConfig, disabled_actions
+
+    return disabled_actions(TrainConfig.from_dict(meta["config"]))
+
+
 def load_policy(path, start_stage=1, max_steps=None):
     """``(apply_fn, params, env_params, meta)`` of a checkpoint, as ``hm-eval`` loads it."""
     import jax
@@ -80,7 +87,8 @@ def record(
             start_stage=log["start_stage"],
             history_depth=log["history_depth"],
         )
-        stepper = ep_mod.Stepper(log_params, apply_fn, greedy)
+        disabled = disabled_of(meta) if apply_fn is not None else ()
+        stepper = ep_mod.Stepper(log_params, apply_fn, greedy, disabled)
         eps = ep_mod.replay_log(log, stepper, params)
         policy = f", probabilities of {what}" if apply_fn is not None else ""
         return eps, f"replay of {Path(actions).name}{policy}", log
@@ -91,7 +99,8 @@ def record(
             max_steps_in_episode=1000 if max_steps is None else max_steps,
             start_stage=start_stage,
         )
-    stepper = ep_mod.Stepper(env_params, apply_fn, greedy)
+    disabled = disabled_of(meta) if apply_fn is not None else ()
+    stepper = ep_mod.Stepper(env_params, apply_fn, greedy, disabled)
     eps = ep_mod.play(stepper, params, seed, episodes)
     return eps, f"{what}, seed {seed}", ep_mod.action_log(eps, seed, episodes, env_params)
 
@@ -111,7 +120,8 @@ def write_eval_replay(path, checkpoint, episodes, greedy, seed, start_stage, max
 
     check_env_args(start_stage, max_steps)
     apply_fn, params, env_params, meta = load_policy(checkpoint, start_stage, max_steps)
-    stepper = ep_mod.Stepper(env_params, None if random else apply_fn, greedy)
+    disabled = () if random else disabled_of(meta)
+    stepper = ep_mod.Stepper(env_params, None if random else apply_fn, greedy, disabled)
     rows = range(min(episodes, EVAL_REPLAY_EPISODES))
     eps = ep_mod.play(stepper, params, seed, episodes, rows)
     mode = "random" if random else ("greedy" if greedy else "sampled")
