@@ -45,6 +45,18 @@ BONUS = (  # the program bonus at GPU scale against the default
     ("curves_gpu_bonus2skip166m_s0_h200.csv", "--program-bonus 2 --program-terms-skip-undo, 166M"),
 )
 
+NO_UNDO = (  # the early floor with the program bonus, with and without UNDO in the mask
+    ("curves_gpu_default579m_s0_h200.csv", "default, 65,536 envs, 579M (one H200)"),
+    (
+        "curves_gpu_earlyfloor145m_s0_h100.csv",
+        "early floor + bonus 2, UNDO in reach, 145M (one H100)",
+    ),
+    (
+        "curves_gpu_noundo487m_s0_h100.csv",
+        "the same with --disabled-programs undo, 487M (one H100)",
+    ),
+)
+
 
 def curves_from_log(log: Path, out: Path) -> int:
     """Write the progress lines of an ``hm-train`` log as a curve CSV; returns the row count."""
@@ -86,7 +98,8 @@ def _plot(runs, keys, path: Path, title: str, log_x: bool) -> None:
 
 
 def figures() -> None:
-    """Draw ``learning_curve_gpu_h200.png`` and ``learning_curve_gpu_bonus2_h200.png``."""
+    """Draw ``learning_curve_gpu_h200.png``, ``learning_curve_gpu_bonus2_h200.png`` and
+    ``learning_curve_gpu_noundo.png``."""
     stage = ("stats/mean_stage", "mean stage (training episodes)")
     ret = ("train/episode_return", "mean training-episode return")
     _plot(SCALE, (ret, stage), HERE / "learning_curve_gpu_h200.png",
@@ -94,6 +107,9 @@ def figures() -> None:
     programs = ("actions/program_frac", "program fraction of actions (training)")
     _plot(BONUS, (ret, stage, programs), HERE / "learning_curve_gpu_bonus2_h200.png",
           "HackMatrix PPO at GPU scale (one NVIDIA H200, seed 0): training curves", False)  # fmt: skip
+    siphons = ("actions/siphon_frac", "siphon fraction of actions (training)")
+    _plot(NO_UNDO, (stage, siphons, programs), HERE / "learning_curve_gpu_noundo.png",
+          "Without UNDO in the agent's mask (seed 0, 65,536 envs): training curves", False)  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ POLICY = Path(__file__).resolve().parents[2] / "policies" / "default-h200-579m"
 SHORTER_POLICY = POLICY.parent / "default-h200-257m"
 QUIRK_POLICY = POLICY.parent / "bonus2-h200-593m"
 PROGRAMS_POLICY = POLICY.parent / "programs-cpu-25m"
+NO_UNDO_POLICY = POLICY.parent / "noundo-h100-487m"
 
 
 def recipe_of(policy: Path, preset: str = "default") -> TrainConfig:
@@ -91,3 +92,21 @@ def test_the_programs_policy_siphons_blocks_and_uses_programs(greedy_and_random)
     assert default["non_undo_programs_per_episode"] <= 0.0625
     assert programs["return_mean"] > random["return_mean"] + 5
     assert programs["unfinished"] == 0
+
+
+def test_the_no_undo_policy_is_the_early_floor_recipe_without_undo():
+    cfg = TrainConfig.from_dict(json.loads((NO_UNDO_POLICY / "params.json").read_text())["config"])
+    assert cfg.disabled_programs == ("undo",)
+    assert (cfg.explore_floor, cfg.explore_floor_end, cfg.explore_floor_start) == (0.003, 0.001, 0)
+    assert cfg.program_bonus == 2 and cfg.program_terms_skip_undo and cfg.network == "grid"
+    assert cfg.num_envs == 65536 and cfg.total_timesteps == 486_539_264
+
+
+def test_the_no_undo_policy_plays_deep_without_undo(greedy_and_random):
+    """Its README figures are 256 episodes (stage 5.19, stage 5+ 74 %, no program run); 16
+    episodes of the same key must play deep, and its evaluation must keep UNDO out of its mask."""
+    no_undo = evaluate_checkpoint(str(NO_UNDO_POLICY), greedy=True, episodes=16, seed=0)
+    _, random = greedy_and_random
+    assert no_undo["disabled_programs"] == ["undo"] and no_undo["program_use"]["undo"] == 0
+    assert no_undo["stage_mean"] >= 4.0 and no_undo["return_mean"] > random["return_mean"] + 10
+    assert no_undo["unfinished"] == 0
