@@ -57,14 +57,20 @@ def test_the_wrapper_narrows_the_mask_and_plays_the_game_unchanged():
         plain = PLAIN.step(key, state, jnp.int32(RIGHT), params)
         wrapped = env.step(key, state, jnp.int32(RIGHT), params)
         (p_obs, p_state, *p_rest), (w_obs, w_state, *w_rest) = plain, wrapped
-        for a, b in zip(jax.tree.leaves((p_state, p_rest[:3])), jax.tree.leaves((w_state, w_rest[:3])), strict=True):  # fmt: skip
+        for a, b in zip(
+            jax.tree.leaves((p_state, p_rest[:3])),
+            jax.tree.leaves((w_state, w_rest[:3])),
+            strict=True,
+        ):
             np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
         for name in ("player", "programs", "grid"):
             np.testing.assert_array_equal(getattr(p_obs, name), getattr(w_obs, name))
         allowed = jnp.asarray(allowed_actions([UNDO_ACTION]))
         np.testing.assert_array_equal(w_obs.action_mask, restrict_mask(p_obs.action_mask, allowed))
         final = w_rest[3]["final_observation"].action_mask
-        np.testing.assert_array_equal(final, restrict_mask(p_rest[3]["final_observation"].action_mask, allowed))  # fmt: skip
+        np.testing.assert_array_equal(
+            final, restrict_mask(p_rest[3]["final_observation"].action_mask, allowed)
+        )
         undo_was_legal |= bool(p_obs.action_mask[UNDO_ACTION])
         assert not bool(w_obs.action_mask[UNDO_ACTION])
         state = p_state
@@ -92,8 +98,15 @@ def test_uniform_play_without_undo_runs_it_only_when_nothing_else_is_legal():
             raw = jax.vmap(observe)(state).action_mask  # the game's own mask of this state
             logits = jnp.where(obs.action_mask, 0.0, -jnp.inf)
             action = jax.random.categorical(k_act, logits).astype(jnp.int32)
-            obs2, state2, _, _, _, info = step(jax.random.split(k_env, num_envs), state, action, params)  # fmt: skip
-            out = {"raw": raw, "mask": obs.action_mask, "action": action, "invalid": info["invalid_action"]}  # fmt: skip
+            obs2, state2, _, _, _, info = step(
+                jax.random.split(k_env, num_envs), state, action, params
+            )
+            out = {
+                "raw": raw,
+                "mask": obs.action_mask,
+                "action": action,
+                "invalid": info["invalid_action"],
+            }
             return (obs2, state2), out
 
         return jax.lax.scan(body, (obs, state), jax.random.split(k1, steps))[1]
@@ -102,7 +115,9 @@ def test_uniform_play_without_undo_runs_it_only_when_nothing_else_is_legal():
     raw_undo = o["raw"][..., UNDO_ACTION]
     only_undo = raw_undo & (o["raw"].sum(-1) == 1)
     assert raw_undo.sum() > 200  # the game offered UNDO on many steps
-    np.testing.assert_array_equal(o["mask"], np.asarray(restrict_mask(o["raw"], allowed_actions([UNDO_ACTION]))))  # fmt: skip
+    np.testing.assert_array_equal(
+        o["mask"], np.asarray(restrict_mask(o["raw"], allowed_actions([UNDO_ACTION])))
+    )
     assert not (o["action"] == UNDO_ACTION)[~only_undo].any()
     assert not o["invalid"].any()
 
@@ -173,5 +188,7 @@ def test_hm_train_and_hm_eval_report_the_disabled_programs(tmp_path):
     again = evaluate_checkpoint(tmp_path / "noundo", episodes=4)
     assert again["disabled_programs"] == ["undo"]
     assert again["return_mean"] == pytest.approx(final["return_mean"])
-    assert evaluate_checkpoint(tmp_path / "noundo", episodes=4, random=True)["disabled_programs"] == []  # fmt: skip
+    assert (
+        evaluate_checkpoint(tmp_path / "noundo", episodes=4, random=True)["disabled_programs"] == []
+    )
     assert result["final_eval"] == final
