@@ -17,7 +17,7 @@ from hackmatrix_env import EnvParams, HackMatrix
 from hackmatrix_env.adapters import DisabledActionsWrapper, allowed_actions, restrict_mask
 from hackmatrix_env.constants import NUM_ACTIONS, Action
 from hackmatrix_env.observation import observe
-from hackmatrix_train.config import TrainConfig, disabled_actions, validate
+from hackmatrix_train.config import TrainConfig, describe_plan, disabled_actions, validate
 from undo_testlib import UNDO_ACTION, OwnsUndo
 
 PLAIN = HackMatrix()
@@ -153,6 +153,10 @@ def test_config_names_programs_and_refuses_unknown_ones():
     assert disabled_actions(cfg) == (int(Action.WARP), UNDO_ACTION)
     assert TrainConfig.from_dict(cfg.to_dict()) == cfg  # the checkpoint's JSON round trip
     assert TrainConfig().disabled_programs == () and disabled_actions(TrainConfig()) == ()
+    assert "disabled programs (out of the agent's mask, the game unchanged): undo, warp" in (
+        describe_plan(cfg)
+    )
+    assert "disabled" not in describe_plan(TrainConfig())
     with pytest.raises(ValueError, match="unknown program names \\['undoo'\\]"):
         validate(cfg.replace(disabled_programs=("undoo",)))
 

@@ -380,4 +380,7 @@ def describe_plan(cfg: TrainConfig, num_devices: int = 1) -> str:
         f"{cfg.batch_size // cfg.num_minibatches}, {cfg.update_epochs} epochs; "
         f"{length}; network={cfg.network} hidden={cfg.hidden_dim}x{cfg.num_layers}"
     )
+    if cfg.disabled_programs:
+        names = ", ".join(cfg.disabled_programs)
+        lines.append(f"disabled programs (out of the agent's mask, the game unchanged): {names}")
     return "\n".join(lines)
