@@ -133,8 +133,8 @@ class LegacyStepWrapper(_StatelessWrapper):
 def restrict_mask(mask: jax.Array, allowed: jax.Array) -> jax.Array:
     """``mask & allowed``, except where that leaves no legal action: there ``mask`` itself.
 
-    The fallback keeps every row playable (a policy over an empty mask has nothing to pick);
-    a disabled action is taken only when it is the one legal kind of move left.
+    The fallback keeps every row playable (a policy over an empty mask has nothing to pick):
+    a disabled action stays offered only where no other action is legal.
     """
     narrowed = jnp.logical_and(mask, allowed)
     return jnp.where(narrowed.any(axis=-1, keepdims=True), narrowed, mask)

@@ -537,13 +537,14 @@ def evaluate_checkpoint(
     if max_steps is not None:
         cfg = cfg.replace(max_steps_in_episode=max_steps)
     program_names = ()
+    # the policy sees the mask it trained with; the random baseline, and an injected env, theirs
+    disabled = [] if random or env is not None else list(cfg.disabled_programs)
     if env is None:
         from hackmatrix_env import EnvParams, HackMatrix
         from hackmatrix_env.constants import PROGRAM_NAMES
 
         from hackmatrix_train.loop import make_env
 
-        # the policy sees the mask it trained with; the random baseline the whole game's
         env, program_names = (HackMatrix() if random else make_env(cfg)), PROGRAM_NAMES
         env_params = EnvParams(
             max_steps_in_episode=cfg.max_steps_in_episode,
@@ -572,7 +573,7 @@ def evaluate_checkpoint(
     summary["env_steps"] = meta.get("env_steps")
     summary["start_stage"] = start_stage
     summary["eval_seed"] = seed
-    summary["disabled_programs"] = [] if random else list(cfg.disabled_programs)
+    summary["disabled_programs"] = disabled
     return summary
 
 
