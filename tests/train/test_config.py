@@ -286,6 +286,40 @@ def test_the_programs_preset_is_the_default_recipe_with_the_bonus_that_skips_und
     assert stronger.program_bonus == 5.0 and stronger.program_terms_skip_undo
 
 
+def test_the_programs_noundo_preset_is_the_measured_flag_set():
+    """The preset is the command line of the runs it is documented by, UNDO out of the mask."""
+    from hackmatrix_env.constants import FIRST_PROGRAM, PROGRAM_NAMES
+    from hackmatrix_train.cli import build_parser, config_from_args, default_run_name
+    from hackmatrix_train.config import disabled_actions
+
+    measured_flags = [
+        "--preset",
+        "programs",
+        "--program-bonus",
+        "5",
+        "--explore-floor-start",
+        "0",
+        "--explore-floor",
+        "0.003",
+        "--explore-floor-end",
+        "0.001",
+        "--disabled-programs",
+        "undo",
+    ]
+    measured, _ = config_from_args(build_parser().parse_args(measured_flags))
+    preset, explicit = config_from_args(build_parser().parse_args(["--preset", "programs-noundo"]))
+    assert explicit == frozenset()
+    assert preset == measured.replace(run_suffix="programs-noundo")
+    default, _ = config_from_args(build_parser().parse_args([]))
+    assert default_run_name(preset) == default_run_name(default) + "-programs-noundo"
+    assert disabled_actions(preset) == (FIRST_PROGRAM + PROGRAM_NAMES.index("undo"),)
+    validate(preset)
+    undo_back, _ = config_from_args(
+        build_parser().parse_args(["--preset", "programs-noundo", "--disabled-programs"])
+    )
+    assert undo_back.disabled_programs == () and undo_back.program_bonus == 5.0
+
+
 def test_unknown_preset_is_a_clear_error():
     from hackmatrix_train.config import apply_preset
 

@@ -128,10 +128,10 @@ def build_parser() -> argparse.ArgumentParser:
     add(
         "--disabled-programs",
         type=str,
-        nargs="+",
+        nargs="*",
         metavar="NAME",
         help="programs taken out of the agent's action mask in training and evaluation, e.g. "
-        "'undo' (an ablation of the agent; the game is unchanged)",
+        "'undo' (an ablation of the agent; the game is unchanged); the flag alone: none",
     )
     add("--network", choices=NETWORKS, help="mlp (flattened obs) or grid (conv over 6x6 cells)")
     add("--hidden-dim")
@@ -174,8 +174,10 @@ def build_parser() -> argparse.ArgumentParser:
         choices=sorted(PRESETS),
         default=DEFAULT_PRESET,
         help="named defaults: 'default' is the single-run recipe (specs/train.md §10), "
-        "'programs' the same with --program-bonus 2 --program-terms-skip-undo, 'reference' "
-        "the earlier trainer's plain PPO; explicit flags override any of them",
+        "'programs' the same with --program-bonus 2 --program-terms-skip-undo, "
+        "'programs-noundo' with --program-bonus 5, the floor from the first update and UNDO "
+        "out of the agent's mask, 'reference' the earlier trainer's plain PPO; explicit flags "
+        "override any of them",
     )
     p.add_argument(
         "--cpu-devices",

@@ -30,7 +30,10 @@ NETWORKS = ("mlp", "grid")
 # specs/train.md §10 (grid encoder, annealed entropy, the exploration floor switched on once
 # movement is learned), sized to finish within an hour on a 2-core CPU. "programs" is that
 # recipe with the program bonus that leaves UNDO out: on one seed of two it keeps block siphons
-# and program use, a shallower policy (specs/train.md §10). "reference" keeps the earlier
+# and program use, a shallower policy (specs/train.md §10). "programs-noundo" takes UNDO out of
+# the agent's mask (an ablation: the game is unchanged) and keeps programs in play with the
+# exploration floor from the first update and a bonus of 5: the recipe whose greedy policies use
+# other programs, at a cost in depth (specs/train.md §10). "reference" keeps the earlier
 # trainer's configuration reachable for comparisons.
 _DEFAULT_RECIPE = {
     "network": "grid",
@@ -50,6 +53,16 @@ PRESETS: dict[str, dict] = {
         "program_bonus": 2.0,
         "program_terms_skip_undo": True,
         "run_suffix": "programs",  # its runs do not share the default's run directory
+    },
+    "programs-noundo": {
+        **_DEFAULT_RECIPE,
+        "program_bonus": 5.0,
+        "program_terms_skip_undo": True,
+        "explore_floor": 0.003,
+        "explore_floor_end": 0.001,
+        "explore_floor_start": 0.0,
+        "disabled_programs": ("undo",),
+        "run_suffix": "programs-noundo",
     },
     "reference": {},
 }
