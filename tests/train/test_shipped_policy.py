@@ -14,6 +14,7 @@ SHORTER_POLICY = POLICY.parent / "default-h200-257m"
 QUIRK_POLICY = POLICY.parent / "bonus2-h200-593m"
 PROGRAMS_POLICY = POLICY.parent / "programs-cpu-25m"
 NO_UNDO_POLICY = POLICY.parent / "noundo-h100-487m"
+PROGRAMS_NO_UNDO_POLICY = POLICY.parent / "programs-noundo-cpu-25m"
 
 
 def recipe_of(policy: Path, preset: str = "default") -> TrainConfig:
@@ -110,3 +111,23 @@ def test_the_no_undo_policy_plays_deep_without_undo(greedy_and_random):
     assert no_undo["disabled_programs"] == ["undo"] and no_undo["program_use"]["undo"] == 0
     assert no_undo["stage_mean"] >= 4.0 and no_undo["return_mean"] > random["return_mean"] + 10
     assert no_undo["unfinished"] == 0
+
+
+def test_the_programs_noundo_policy_is_its_preset_on_the_cpu():
+    cfg = recipe_of(PROGRAMS_NO_UNDO_POLICY, "programs-noundo")
+    assert cfg.num_envs == 256 and cfg.total_timesteps == 25_000_000 and cfg.seed == 0
+
+
+def test_the_programs_noundo_policy_takes_blocks_and_runs_other_programs(greedy_and_random):
+    """Its README figures are 256 episodes (0.79 block siphons, 1.97 non-UNDO programs per
+    episode, 17 distinct); 16 episodes of the same key must show block siphons and several
+    programs run, none of them UNDO, where the default policy shows neither."""
+    policy = evaluate_checkpoint(str(PROGRAMS_NO_UNDO_POLICY), greedy=True, episodes=16, seed=0)
+    default, random = greedy_and_random
+    assert policy["disabled_programs"] == ["undo"] and policy["program_use"]["undo"] == 0
+    assert policy["block_siphons_per_episode"] >= 0.5 > default["block_siphons_per_episode"]
+    assert policy["non_undo_programs_per_episode"] >= 0.5
+    assert default["non_undo_programs_per_episode"] <= 0.0625
+    assert policy["distinct_programs_used"] >= 3
+    assert policy["return_mean"] > random["return_mean"] + 5
+    assert policy["unfinished"] == 0

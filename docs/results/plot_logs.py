@@ -1,11 +1,11 @@
-"""The GPU-scale figures of the README, from ``hm-train``'s printed progress lines.
+"""The README's figures of plain ``hm-train`` runs, from their printed progress lines.
 
 A plain ``hm-train`` run logs its curves to wandb and prints one progress line per chunk; on a
-lent GPU machine the printed log is what comes back. This script turns such logs into the
-curve CSVs in ``parts/`` and draws the two figures from them:
+lent GPU machine, or for a run outside ``hm-bench learn``, the printed log is what comes back.
+This script turns such logs into the curve CSVs in ``parts/`` and draws the figures from them:
 
-    uv run python docs/results/plot_gpu.py curves train.log parts/curves_<tag>.csv
-    uv run python docs/results/plot_gpu.py figures
+    uv run python docs/results/plot_logs.py curves train.log parts/curves_<tag>.csv
+    uv run python docs/results/plot_logs.py figures
 """
 
 from __future__ import annotations
@@ -57,6 +57,14 @@ NO_UNDO = (  # the early floor with the program bonus, with and without UNDO in 
     ),
 )
 
+PROGRAMS_NO_UNDO = (  # --preset programs-noundo on the CPU against the default and UNDO in reach
+    ("curves_default_s1_cpu.csv", "default, seed 1"),
+    ("curves_earlyfloor_s1_cpu.csv", "early floor + bonus 2, UNDO in reach, seed 1"),
+    ("curves_noundo5_s0_cpu.csv", "--preset programs-noundo, seed 0"),
+    ("curves_noundo5_s1_cpu.csv", "--preset programs-noundo, seed 1"),
+    ("curves_noundo5_s2_cpu.csv", "--preset programs-noundo, seed 2"),
+)
+
 
 def curves_from_log(log: Path, out: Path) -> int:
     """Write the progress lines of an ``hm-train`` log as a curve CSV; returns the row count."""
@@ -98,8 +106,8 @@ def _plot(runs, keys, path: Path, title: str, log_x: bool) -> None:
 
 
 def figures() -> None:
-    """Draw ``learning_curve_gpu_h200.png``, ``learning_curve_gpu_bonus2_h200.png`` and
-    ``learning_curve_gpu_noundo.png``."""
+    """Draw ``learning_curve_gpu_h200.png``, ``learning_curve_gpu_bonus2_h200.png``,
+    ``learning_curve_gpu_noundo.png`` and ``learning_curve_programs_noundo.png``."""
     stage = ("stats/mean_stage", "mean stage (training episodes)")
     ret = ("train/episode_return", "mean training-episode return")
     _plot(SCALE, (ret, stage), HERE / "learning_curve_gpu_h200.png",
@@ -110,6 +118,9 @@ def figures() -> None:
     siphons = ("actions/siphon_frac", "siphon fraction of actions (training)")
     _plot(NO_UNDO, (stage, siphons, programs), HERE / "learning_curve_gpu_noundo.png",
           "Without UNDO in the agent's mask (seed 0, 65,536 envs): training curves", False)  # fmt: skip
+    _plot(PROGRAMS_NO_UNDO, (stage, siphons, programs),
+          HERE / "learning_curve_programs_noundo.png",
+          "--preset programs-noundo, 25M steps on the 2-core CPU: training curves", False)  # fmt: skip
 
 
 if __name__ == "__main__":
