@@ -46,18 +46,18 @@ _DEFAULT_RECIPE = {
     "explore_floor_end": 0.001,
     "explore_floor_start": 0.6,
 }
+_PROGRAMS_RECIPE = {
+    **_DEFAULT_RECIPE,
+    "program_bonus": 2.0,
+    "program_terms_skip_undo": True,
+    "run_suffix": "programs",  # its runs do not share the default's run directory
+}
 PRESETS: dict[str, dict] = {
     "default": _DEFAULT_RECIPE,
-    "programs": {
-        **_DEFAULT_RECIPE,
-        "program_bonus": 2.0,
-        "program_terms_skip_undo": True,
-        "run_suffix": "programs",  # its runs do not share the default's run directory
-    },
+    "programs": _PROGRAMS_RECIPE,
     "programs-noundo": {
-        **_DEFAULT_RECIPE,
+        **_PROGRAMS_RECIPE,
         "program_bonus": 5.0,
-        "program_terms_skip_undo": True,
         "explore_floor": 0.003,
         "explore_floor_end": 0.001,
         "explore_floor_start": 0.0,
