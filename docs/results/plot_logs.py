@@ -29,24 +29,20 @@ PROGRESS = re.compile(
     r"kl (\S+) clip (\S+) ev (\S+)"
 )
 
-SCALE = (  # the default recipe at CPU and at GPU scale
-    ("curves_default_s1_cpu.csv", "default, 256 envs, 25M steps (2-core CPU, 57 min)"),
-    ("curves_gpu_s0_h200.csv", "default at 16,384 envs, 257M steps (one H200, 6 min)"),
-    (
-        "curves_gpu_default579m_s0_h200.csv",
-        "default at 65,536 envs, 579M steps (one H200, 6.5 min)",
-    ),
+SCALE = (  # the depth recipe at CPU and at GPU scale
+    ("curves_default_s1_cpu.csv", "depth, 256 envs, 25M steps (2-core CPU, 57 min)"),
+    ("curves_gpu_s0_h200.csv", "depth at 16,384 envs, 257M steps (one H200, 6 min)"),
+    ("curves_gpu_default579m_s0_h200.csv", "depth at 65,536 envs, 579M steps (one H200, 6.5 min)"),
 )
-BONUS = (  # the program bonus at GPU scale against the default
-    ("curves_gpu_s0_h200.csv", "default, 16,384 envs, 257M"),
-    ("curves_gpu_default65k_s0_h200.csv", "default, 65,536 envs, 178M (a shorter run)"),
-    ("curves_gpu_default579m_s0_h200.csv", "default, 65,536 envs, 579M"),
-    ("curves_gpu_bonus2_s0_h200.csv", "--program-bonus 2, 65,536 envs, 593M"),
-    ("curves_gpu_bonus2skip166m_s0_h200.csv", "--program-bonus 2 --program-terms-skip-undo, 166M"),
+BONUS = (  # the program bonus at GPU scale against the depth recipe
+    ("curves_gpu_s0_h200.csv", "depth, 16,384 envs, 257M"),
+    ("curves_gpu_default65k_s0_h200.csv", "depth, 65,536 envs, 178M (a shorter run)"),
+    ("curves_gpu_default579m_s0_h200.csv", "depth, 65,536 envs, 579M"),
+    ("curves_gpu_bonus2_s0_h200.csv", "depth + --program-bonus 2, 65,536 envs, 593M"),
+    ("curves_gpu_bonus2skip166m_s0_h200.csv", "the same with --program-terms-skip-undo, 166M"),
 )
-
 NO_UNDO = (  # the early floor with the program bonus, with and without UNDO in the mask
-    ("curves_gpu_default579m_s0_h200.csv", "default, 65,536 envs, 579M (one H200)"),
+    ("curves_gpu_default579m_s0_h200.csv", "depth, 65,536 envs, 579M (one H200)"),
     (
         "curves_gpu_earlyfloor145m_s0_h100.csv",
         "early floor + bonus 2, UNDO in reach, 145M (one H100)",
@@ -56,13 +52,17 @@ NO_UNDO = (  # the early floor with the program bonus, with and without UNDO in 
         "the same with --disabled-programs undo, 487M (one H100)",
     ),
 )
-
-PROGRAMS_NO_UNDO = (  # --preset programs-noundo on the CPU against the default and UNDO in reach
-    ("curves_default_s1_cpu.csv", "default, seed 1"),
+DEFAULT_CPU = (  # the default on the CPU against the depth recipe and against UNDO in reach
+    ("curves_default_s1_cpu.csv", "--preset depth, seed 1"),
     ("curves_earlyfloor_s1_cpu.csv", "early floor + bonus 2, UNDO in reach, seed 1"),
-    ("curves_noundo5_s0_cpu.csv", "--preset programs-noundo, seed 0"),
-    ("curves_noundo5_s1_cpu.csv", "--preset programs-noundo, seed 1"),
-    ("curves_noundo5_s2_cpu.csv", "--preset programs-noundo, seed 2"),
+    ("curves_noundo5_s0_cpu.csv", "default, seed 0"),
+    ("curves_noundo5_s1_cpu.csv", "default, seed 1"),
+    ("curves_noundo5_s2_cpu.csv", "default, seed 2"),
+)
+DEFAULT_GPU = (  # the default at GPU scale against the depth recipe and the bonus-2 ablation
+    ("curves_gpu_default579m_s0_h200.csv", "--preset depth, 579M (one H200)"),
+    ("curves_gpu_noundo487m_s0_h100.csv", "early floor + bonus 2, no UNDO, 487M (one H100)"),
+    ("curves_gpu_default480m_s0_h100.csv", "default, 480M (one H100)"),
 )
 
 
@@ -107,20 +107,22 @@ def _plot(runs, keys, path: Path, title: str, log_x: bool) -> None:
 
 def figures() -> None:
     """Draw ``learning_curve_gpu_h200.png``, ``learning_curve_gpu_bonus2_h200.png``,
-    ``learning_curve_gpu_noundo.png`` and ``learning_curve_programs_noundo.png``."""
+    ``learning_curve_gpu_noundo.png``, ``learning_curve_default_vs_depth.png`` and
+    ``learning_curve_gpu_default.png``."""
     stage = ("stats/mean_stage", "mean stage (training episodes)")
     ret = ("train/episode_return", "mean training-episode return")
     _plot(SCALE, (ret, stage), HERE / "learning_curve_gpu_h200.png",
-          "hm-train default recipe: CPU scale vs GPU scale (--time-budget on one H200)", True)  # fmt: skip
+          "hm-train --preset depth: CPU scale vs GPU scale (--time-budget on one H200)", True)  # fmt: skip
     programs = ("actions/program_frac", "program fraction of actions (training)")
     _plot(BONUS, (ret, stage, programs), HERE / "learning_curve_gpu_bonus2_h200.png",
           "HackMatrix PPO at GPU scale (one NVIDIA H200, seed 0): training curves", False)  # fmt: skip
     siphons = ("actions/siphon_frac", "siphon fraction of actions (training)")
     _plot(NO_UNDO, (stage, siphons, programs), HERE / "learning_curve_gpu_noundo.png",
           "Without UNDO in the agent's mask (seed 0, 65,536 envs): training curves", False)  # fmt: skip
-    _plot(PROGRAMS_NO_UNDO, (stage, siphons, programs),
-          HERE / "learning_curve_programs_noundo.png",
-          "--preset programs-noundo, 25M steps on the 2-core CPU: training curves", False)  # fmt: skip
+    _plot(DEFAULT_CPU, (stage, siphons, programs), HERE / "learning_curve_default_vs_depth.png",
+          "The default, 25M steps on the 2-core CPU: training curves", False)  # fmt: skip
+    _plot(DEFAULT_GPU, (stage, siphons, programs), HERE / "learning_curve_gpu_default.png",
+          "The default at GPU scale (65,536 envs, seed 0): training curves", False)  # fmt: skip
 
 
 if __name__ == "__main__":

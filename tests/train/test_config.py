@@ -250,7 +250,8 @@ def test_hm_train_defaults_are_the_default_preset_and_reference_is_plain_ppo():
     assert explicit == frozenset()
     for name, value in PRESETS["default"].items():
         assert getattr(cfg, name) == value, name
-    assert cfg.network == "grid" and 0 < cfg.explore_floor_start < 1
+    assert cfg.network == "grid" and cfg.program_bonus > 0 and cfg.disabled_programs == ("undo",)
+    assert cfg.run_suffix is None  # the default's runs are named after the recipe alone
     ref, _ = config_from_args(build_parser().parse_args(["--preset", "reference"]))
     assert ref == TrainConfig()  # the plain-PPO field defaults of the earlier trainer
     assert (ref.network, ref.ent_coef, ref.num_steps, ref.explore_floor) == ("mlp", 0.15, 128, 0.0)
@@ -269,16 +270,27 @@ def test_explicit_flags_override_the_preset():
     validate(off)
 
 
-def test_the_programs_preset_is_the_default_recipe_with_the_bonus_that_skips_undo():
+def test_the_depth_and_programs_presets_are_the_recipe_without_program_terms():
     from hackmatrix_train.cli import build_parser, config_from_args, default_run_name
 
     default, _ = config_from_args(build_parser().parse_args([]))
-    programs, explicit = config_from_args(build_parser().parse_args(["--preset", "programs"]))
+    depth, explicit = config_from_args(build_parser().parse_args(["--preset", "depth"]))
     assert explicit == frozenset()
-    assert programs == default.replace(
+    assert depth == default.replace(
+        program_bonus=0.0,
+        program_terms_skip_undo=False,
+        explore_floor=0.01,
+        explore_floor_end=0.001,
+        explore_floor_start=0.6,
+        disabled_programs=(),
+        run_suffix="depth",
+    )
+    assert default_run_name(depth) == default_run_name(default) + "-depth"
+    validate(depth)
+    programs, _ = config_from_args(build_parser().parse_args(["--preset", "programs"]))
+    assert programs == depth.replace(
         program_bonus=2.0, program_terms_skip_undo=True, run_suffix="programs"
     )
-    assert default_run_name(programs) == default_run_name(default) + "-programs"
     validate(programs)
     stronger, _ = config_from_args(
         build_parser().parse_args(["--preset", "programs", "--program-bonus", "5"])
@@ -286,10 +298,12 @@ def test_the_programs_preset_is_the_default_recipe_with_the_bonus_that_skips_und
     assert stronger.program_bonus == 5.0 and stronger.program_terms_skip_undo
 
 
-def test_the_programs_noundo_preset_is_the_measured_flag_set():
-    """The preset is the command line of the runs it is documented by, UNDO out of the mask."""
+def test_the_default_preset_is_the_measured_flag_set():
+    """The default is the command line of the runs it is documented by (named "programs-noundo"
+    when they ran): the programs preset with a bonus of 5, the floor from the first update and
+    UNDO out of the mask."""
     from hackmatrix_env.constants import FIRST_PROGRAM, PROGRAM_NAMES
-    from hackmatrix_train.cli import build_parser, config_from_args, default_run_name
+    from hackmatrix_train.cli import build_parser, config_from_args
     from hackmatrix_train.config import disabled_actions
 
     measured_flags = [
@@ -307,54 +321,10 @@ def test_the_programs_noundo_preset_is_the_measured_flag_set():
         "undo",
     ]
     measured, _ = config_from_args(build_parser().parse_args(measured_flags))
-    preset, explicit = config_from_args(build_parser().parse_args(["--preset", "programs-noundo"]))
+    default, explicit = config_from_args(build_parser().parse_args([]))
     assert explicit == frozenset()
-    assert preset == measured.replace(run_suffix="programs-noundo")
-    default, _ = config_from_args(build_parser().parse_args([]))
-    assert default_run_name(preset) == default_run_name(default) + "-programs-noundo"
-    assert disabled_actions(preset) == (FIRST_PROGRAM + PROGRAM_NAMES.index("undo"),)
-    validate(preset)
-    undo_back, _ = config_from_args(
-        build_parser().parse_args(["--preset", "programs-noundo", "--disabled-programs"])
-    )
+    assert default == measured.replace(run_suffix=None)
+    assert disabled_actions(default) == (FIRST_PROGRAM + PROGRAM_NAMES.index("undo"),)
+    validate(default)
+    undo_back, _ = config_from_args(build_parser().parse_args(["--disabled-programs"]))
     assert undo_back.disabled_programs == () and undo_back.program_bonus == 5.0
-
-
-def test_unknown_preset_is_a_clear_error():
-    from hackmatrix_train.config import apply_preset
-
-    with pytest.raises(ValueError, match="unknown preset"):
-        apply_preset(TrainConfig(), "best")
-
-
-@pytest.mark.parametrize(
-    ("envs", "minibatches", "cores", "want"),
-    [(256, 4, 2, 2), (256, 4, 3, 2), (256, 4, 1, 1), (8, 2, 16, 8), (6, 4, 4, 3)],
-)
-def test_cpu_device_count_splits_envs_and_minibatches_evenly(envs, minibatches, cores, want):
-    from hackmatrix_train.cli import cpu_device_count
-
-    cfg = TrainConfig(num_envs=envs, num_steps=4, num_minibatches=minibatches)
-    n = cpu_device_count(cfg, cores)
-    assert n == want
-    validate(cfg.replace(total_timesteps=10**6), n)
-
-
-def test_bench_drops_its_own_flags_before_running_each_device_count():
-    from hackmatrix_train.bench import without_flags
-
-    argv = [
-        "--num-envs",
-        "256",
-        "512",
-        "--cpu-devices",
-        "2",
-        "1",
-        "--json=x.json",
-        "--updates",
-        "3",
-    ]
-    assert without_flags(argv, ("--cpu-devices", "--json")) == [
-        "--num-envs", "256", "512", "--updates", "3",
-    ]  # fmt: skip
-    assert without_flags(["--json", "a", "--env", "probe"], ("--json",)) == ["--env", "probe"]

@@ -9,15 +9,16 @@ import pytest
 from hackmatrix_train.cli import evaluate_checkpoint
 from hackmatrix_train.config import PRESETS, RUN_BOOKKEEPING, TrainConfig
 
-POLICY = Path(__file__).resolve().parents[2] / "policies" / "default-h200-579m"
-SHORTER_POLICY = POLICY.parent / "default-h200-257m"
+POLICY = Path(__file__).resolve().parents[2] / "policies" / "depth-h200-579m"  # the depth recipe
+SHORTER_POLICY = POLICY.parent / "depth-h200-257m"
 QUIRK_POLICY = POLICY.parent / "bonus2-h200-593m"
 PROGRAMS_POLICY = POLICY.parent / "programs-cpu-25m"
 NO_UNDO_POLICY = POLICY.parent / "noundo-h100-487m"
-PROGRAMS_NO_UNDO_POLICY = POLICY.parent / "programs-noundo-cpu-25m"
+PROGRAMS_NO_UNDO_POLICY = POLICY.parent / "default-cpu-25m"
+DEFAULT_GPU_POLICY = POLICY.parent / "default-h100-480m"
 
 
-def recipe_of(policy: Path, preset: str = "default") -> TrainConfig:
+def recipe_of(policy: Path, preset: str) -> TrainConfig:
     """The policy's training config, checked to be ``preset`` in every field but the length
     (which ``--time-budget`` sets) and the run's bookkeeping (its name, say)."""
     cfg = TrainConfig.from_dict(json.loads((policy / "params.json").read_text())["config"])
@@ -27,12 +28,12 @@ def recipe_of(policy: Path, preset: str = "default") -> TrainConfig:
     return cfg
 
 
-def test_the_shipped_policies_are_the_default_recipe_at_gpu_scale():
-    cfg = recipe_of(POLICY)
+def test_the_depth_policies_are_the_depth_recipe_at_gpu_scale():
+    cfg = recipe_of(POLICY, "depth")
     assert cfg.num_envs == 65536 and cfg.time_budget is not None
     assert cfg.program_potential == 0 and cfg.program_bonus == 0
     assert cfg.total_timesteps == 578_813_952
-    shorter = recipe_of(SHORTER_POLICY)
+    shorter = recipe_of(SHORTER_POLICY, "depth")
     assert shorter.num_envs == 16384 and shorter.time_budget is not None
     assert shorter.program_potential == 0 and shorter.program_bonus == 0
     assert shorter.total_timesteps == 256_901_120
@@ -58,7 +59,7 @@ def test_the_shipped_policy_plays_deep_where_random_play_dies(greedy_and_random)
 
 
 def test_the_quirk_policy_is_the_recipe_with_the_program_bonus_at_65536_envs():
-    cfg = recipe_of(QUIRK_POLICY)
+    cfg = recipe_of(QUIRK_POLICY, "depth")
     assert cfg.num_envs == 65536 and cfg.time_budget is not None and cfg.program_bonus == 2
     assert cfg.total_timesteps == 593_494_016
 
@@ -66,11 +67,11 @@ def test_the_quirk_policy_is_the_recipe_with_the_program_bonus_at_65536_envs():
 def test_the_quirk_policy_completes_stages_through_the_undo_quirk(greedy_and_random):
     """Its README figures are 256 episodes (7 % wins, every one through the UNDO cross-stage
     quirk, rules §11.4; 14.8 UNDO uses per episode); 16 episodes of the same key must show the
-    quirk at work, which the default policy never uses."""
+    quirk at work, which the depth policy never uses."""
     quirk = evaluate_checkpoint(str(QUIRK_POLICY), greedy=True, episodes=16, seed=0)
-    default, random = greedy_and_random
+    depth, random = greedy_and_random
     assert quirk["stage_completions_by_undo_quirk"] >= 1
-    assert default["stage_completions_by_undo_quirk"] == 0
+    assert depth["stage_completions_by_undo_quirk"] == 0
     assert quirk["program_use"]["undo"] >= 5 * 16
     assert quirk["return_mean"] > random["return_mean"] + 10
     assert quirk["unfinished"] == 0
@@ -85,12 +86,12 @@ def test_the_programs_policy_siphons_blocks_and_uses_programs(greedy_and_random)
     """Its README figures are 256 episodes: outside the 16 that run to the step limit (most
     farm a program block with UNDO), 0.36 block siphons and 0.57 non-UNDO programs per
     episode. 16 episodes of the same key (no farm among them) must show both, where the
-    default policy shows neither."""
+    depth policy shows neither."""
     programs = evaluate_checkpoint(str(PROGRAMS_POLICY), greedy=True, episodes=16, seed=0)
-    default, random = greedy_and_random
-    assert programs["block_siphons_per_episode"] >= 0.25 > default["block_siphons_per_episode"]
+    depth, random = greedy_and_random
+    assert programs["block_siphons_per_episode"] >= 0.25 > depth["block_siphons_per_episode"]
     assert programs["non_undo_programs_per_episode"] >= 0.125
-    assert default["non_undo_programs_per_episode"] <= 0.0625
+    assert depth["non_undo_programs_per_episode"] <= 0.0625
     assert programs["return_mean"] > random["return_mean"] + 5
     assert programs["unfinished"] == 0
 
@@ -113,21 +114,42 @@ def test_the_no_undo_policy_plays_deep_without_undo(greedy_and_random):
     assert no_undo["unfinished"] == 0
 
 
-def test_the_programs_noundo_policy_is_its_preset_on_the_cpu():
-    cfg = recipe_of(PROGRAMS_NO_UNDO_POLICY, "programs-noundo")
+def test_the_programs_noundo_policy_is_the_default_recipe_on_the_cpu():
+    cfg = recipe_of(PROGRAMS_NO_UNDO_POLICY, "default")
     assert cfg.num_envs == 256 and cfg.total_timesteps == 25_000_000 and cfg.seed == 0
 
 
 def test_the_programs_noundo_policy_takes_blocks_and_runs_other_programs(greedy_and_random):
     """Its README figures are 256 episodes (0.79 block siphons, 1.97 non-UNDO programs per
     episode, 17 distinct); 16 episodes of the same key must show block siphons and several
-    programs run, none of them UNDO, where the default policy shows neither."""
+    programs run, none of them UNDO, where the depth policy shows neither."""
     policy = evaluate_checkpoint(str(PROGRAMS_NO_UNDO_POLICY), greedy=True, episodes=16, seed=0)
-    default, random = greedy_and_random
+    depth, random = greedy_and_random
     assert policy["disabled_programs"] == ["undo"] and policy["program_use"]["undo"] == 0
-    assert policy["block_siphons_per_episode"] >= 0.5 > default["block_siphons_per_episode"]
+    assert policy["block_siphons_per_episode"] >= 0.5 > depth["block_siphons_per_episode"]
     assert policy["non_undo_programs_per_episode"] >= 0.5
-    assert default["non_undo_programs_per_episode"] <= 0.0625
+    assert depth["non_undo_programs_per_episode"] <= 0.0625
     assert policy["distinct_programs_used"] >= 3
     assert policy["return_mean"] > random["return_mean"] + 5
     assert policy["unfinished"] == 0
+
+
+def test_the_default_gpu_policy_is_the_default_recipe_at_65536_envs():
+    cfg = recipe_of(DEFAULT_GPU_POLICY, "default")
+    assert cfg.num_envs == 65536 and cfg.time_budget is not None and cfg.seed == 0
+    assert cfg.total_timesteps == 480_247_808
+
+
+def test_the_default_gpu_policy_plays_deep_and_runs_programs(greedy_and_random):
+    """Its README figures are 256 episodes (stage 4.98, stage 5+ 65 %, 2.41 non-UNDO programs
+    per episode, 15 distinct, 2 wins by the exit); 16 episodes of the same key must play as deep
+    as the depth policy's bound and run several programs, none of them UNDO."""
+    policy = evaluate_checkpoint(str(DEFAULT_GPU_POLICY), greedy=True, episodes=16, seed=0)
+    depth, random = greedy_and_random
+    assert policy["disabled_programs"] == ["undo"] and policy["program_use"]["undo"] == 0
+    assert policy["stage_mean"] >= 4.0 and policy["return_mean"] > random["return_mean"] + 10
+    assert policy["non_undo_programs_per_episode"] >= 1.0
+    assert depth["non_undo_programs_per_episode"] <= 0.0625
+    assert policy["distinct_programs_used"] >= 4
+    assert policy["block_siphons_per_episode"] > depth["block_siphons_per_episode"]
+    assert policy["stage_completions_by_undo_quirk"] == 0 and policy["unfinished"] == 0

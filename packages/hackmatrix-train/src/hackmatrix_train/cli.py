@@ -173,11 +173,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--preset",
         choices=sorted(PRESETS),
         default=DEFAULT_PRESET,
-        help="named defaults: 'default' is the single-run recipe (specs/train.md §10), "
-        "'programs' the same with --program-bonus 2 --program-terms-skip-undo, "
-        "'programs-noundo' with --program-bonus 5, the floor from the first update and UNDO "
-        "out of the agent's mask, 'reference' the earlier trainer's plain PPO; explicit flags "
-        "override any of them",
+        help="named defaults: 'default' is the single-run recipe (specs/train.md §10: program "
+        "bonus 5, the exploration floor from the first update, UNDO out of the agent's mask), "
+        "'depth' the recipe without program terms and with UNDO, 'programs' that with "
+        "--program-bonus 2 --program-terms-skip-undo, 'reference' the earlier trainer's plain "
+        "PPO; explicit flags override any of them",
     )
     p.add_argument(
         "--cpu-devices",
