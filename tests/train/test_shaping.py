@@ -161,7 +161,14 @@ def test_skip_undo_is_a_flag_that_needs_a_program_term():
         build_parser().parse_args(["--program-bonus", "2", "--program-terms-skip-undo"])
     )
     assert cfg.program_terms_skip_undo and "program_terms_skip_undo" in explicit
-    assert not config_from_args(build_parser().parse_args([]))[0].program_terms_skip_undo
+    # the default recipe skips UNDO; without a program term there is nothing to skip in, so
+    # --program-bonus 0 turns the flag off with it, and --no-program-terms-skip-undo counts UNDO
+    assert config_from_args(build_parser().parse_args([]))[0].program_terms_skip_undo
+    off, _ = config_from_args(build_parser().parse_args(["--program-bonus", "0"]))
+    assert off.program_bonus == 0 and not off.program_terms_skip_undo
+    validate(off)
+    counted, _ = config_from_args(build_parser().parse_args(["--no-program-terms-skip-undo"]))
+    assert counted.program_bonus == 5 and not counted.program_terms_skip_undo
     with pytest.raises(ValueError, match="--program-terms-skip-undo changes nothing"):
         validate(TrainConfig(program_terms_skip_undo=True))
     validate(TrainConfig(program_terms_skip_undo=True, program_potential=1.0))
@@ -214,7 +221,8 @@ def test_program_terms_config_is_checked_and_reaches_the_trainer(field):
     cfg, explicit = config_from_args(build_parser().parse_args([flag, "2"]))
     assert getattr(cfg, field) == 2.0 and field in explicit
     assert getattr(TrainConfig(), field) == 0.0  # off in plain PPO
-    assert getattr(config_from_args(build_parser().parse_args([]))[0], field) == 0.0  # default
+    default = config_from_args(build_parser().parse_args([]))[0]
+    assert getattr(default, field) == {"program_potential": 0.0, "program_bonus": 5.0}[field]
     probe = TrainConfig(num_envs=4, num_steps=4, total_timesteps=16, **{field: 1.0})
     with pytest.raises(ValueError, match=f"{flag} needs .*programs"):
         make_train(probe, ProbeSuite(), ProbeParams())

@@ -24,6 +24,7 @@ from hackmatrix_train.config import (
     TrainConfig,
     apply_preset,
     describe_plan,
+    has_program_bonus,
     plan,
 )
 
@@ -62,7 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     def add(flag, **kw):
         dest = flag.lstrip("-").replace("-", "_")
-        if kw.get("action") != "store_true":
+        if kw.get("action") not in ("store_true", argparse.BooleanOptionalAction):
             kw.setdefault("type", type(getattr(d, dest)) if getattr(d, dest) is not None else str)
         kw["help"] = kw.get("help", "") + f" (default: {getattr(d, dest)})"
         p.add_argument(flag, dest=dest, **kw)
@@ -122,7 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add(
         "--program-terms-skip-undo",
-        action="store_true",
+        action=argparse.BooleanOptionalAction,
         help="the program potential and bonus count every program but UNDO",
     )
     add(
@@ -212,6 +213,9 @@ def config_from_args(args: argparse.Namespace) -> tuple[TrainConfig, frozenset[s
         cfg = cfg.replace(explore_floor_end=None)  # --explore-floor 0 turns the floor off
     if cfg.explore_floor == 0 and "explore_floor_ramp" not in explicit:
         cfg = cfg.replace(explore_floor_ramp=0.0)
+    no_term = not has_program_bonus(cfg) and cfg.program_potential == 0
+    if no_term and "program_terms_skip_undo" not in explicit:
+        cfg = cfg.replace(program_terms_skip_undo=False)  # --program-bonus 0: no term to skip in
     return cfg, explicit
 
 
