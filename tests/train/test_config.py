@@ -328,3 +328,43 @@ def test_the_default_preset_is_the_measured_flag_set():
     validate(default)
     undo_back, _ = config_from_args(build_parser().parse_args(["--disabled-programs"]))
     assert undo_back.disabled_programs == () and undo_back.program_bonus == 5.0
+
+
+def test_unknown_preset_is_a_clear_error():
+    from hackmatrix_train.config import apply_preset
+
+    with pytest.raises(ValueError, match="unknown preset"):
+        apply_preset(TrainConfig(), "best")
+
+
+@pytest.mark.parametrize(
+    ("envs", "minibatches", "cores", "want"),
+    [(256, 4, 2, 2), (256, 4, 3, 2), (256, 4, 1, 1), (8, 2, 16, 8), (6, 4, 4, 3)],
+)
+def test_cpu_device_count_splits_envs_and_minibatches_evenly(envs, minibatches, cores, want):
+    from hackmatrix_train.cli import cpu_device_count
+
+    cfg = TrainConfig(num_envs=envs, num_steps=4, num_minibatches=minibatches)
+    n = cpu_device_count(cfg, cores)
+    assert n == want
+    validate(cfg.replace(total_timesteps=10**6), n)
+
+
+def test_bench_drops_its_own_flags_before_running_each_device_count():
+    from hackmatrix_train.bench import without_flags
+
+    argv = [
+        "--num-envs",
+        "256",
+        "512",
+        "--cpu-devices",
+        "2",
+        "1",
+        "--json=x.json",
+        "--updates",
+        "3",
+    ]
+    assert without_flags(argv, ("--cpu-devices", "--json")) == [
+        "--num-envs", "256", "512", "--updates", "3",
+    ]  # fmt: skip
+    assert without_flags(["--json", "a", "--env", "probe"], ("--json",)) == ["--env", "probe"]
