@@ -14,7 +14,7 @@ SHORTER_POLICY = POLICY.parent / "depth-h200-257m"
 QUIRK_POLICY = POLICY.parent / "bonus2-h200-593m"
 PROGRAMS_POLICY = POLICY.parent / "programs-cpu-25m"
 NO_UNDO_POLICY = POLICY.parent / "noundo-h100-487m"
-PROGRAMS_NO_UNDO_POLICY = POLICY.parent / "default-cpu-25m"
+DEFAULT_CPU_POLICY = POLICY.parent / "default-cpu-25m"
 DEFAULT_GPU_POLICY = POLICY.parent / "default-h100-480m"
 
 
@@ -114,16 +114,16 @@ def test_the_no_undo_policy_plays_deep_without_undo(greedy_and_random):
     assert no_undo["unfinished"] == 0
 
 
-def test_the_programs_noundo_policy_is_the_default_recipe_on_the_cpu():
-    cfg = recipe_of(PROGRAMS_NO_UNDO_POLICY, "default")
+def test_the_default_cpu_policy_is_the_default_recipe_on_the_cpu():
+    cfg = recipe_of(DEFAULT_CPU_POLICY, "default")
     assert cfg.num_envs == 256 and cfg.total_timesteps == 25_000_000 and cfg.seed == 0
 
 
-def test_the_programs_noundo_policy_takes_blocks_and_runs_other_programs(greedy_and_random):
+def test_the_default_cpu_policy_takes_blocks_and_runs_other_programs(greedy_and_random):
     """Its README figures are 256 episodes (0.79 block siphons, 1.97 non-UNDO programs per
     episode, 17 distinct); 16 episodes of the same key must show block siphons and several
     programs run, none of them UNDO, where the depth policy shows neither."""
-    policy = evaluate_checkpoint(str(PROGRAMS_NO_UNDO_POLICY), greedy=True, episodes=16, seed=0)
+    policy = evaluate_checkpoint(str(DEFAULT_CPU_POLICY), greedy=True, episodes=16, seed=0)
     depth, random = greedy_and_random
     assert policy["disabled_programs"] == ["undo"] and policy["program_use"]["undo"] == 0
     assert policy["block_siphons_per_episode"] >= 0.5 > depth["block_siphons_per_episode"]
@@ -140,16 +140,18 @@ def test_the_default_gpu_policy_is_the_default_recipe_at_65536_envs():
     assert cfg.total_timesteps == 480_247_808
 
 
-def test_the_default_gpu_policy_plays_deep_and_runs_programs(greedy_and_random):
+def test_the_default_gpu_policy_plays_deep_runs_programs_and_wins_by_the_exit(greedy_and_random):
     """Its README figures are 256 episodes (stage 4.98, stage 5+ 65 %, 2.41 non-UNDO programs
-    per episode, 15 distinct, 2 wins by the exit); 16 episodes of the same key must play as deep
-    as the depth policy's bound and run several programs, none of them UNDO."""
-    policy = evaluate_checkpoint(str(DEFAULT_GPU_POLICY), greedy=True, episodes=16, seed=0)
+    per episode, 15 distinct, 2 wins by the exit, the first in episode 46, which the README's
+    hm-watch command shows); the first 64 episodes of the same key must play deep, run several
+    programs, none of them UNDO, and hold that win, with no stage completed through the quirk."""
+    policy = evaluate_checkpoint(str(DEFAULT_GPU_POLICY), greedy=True, episodes=64, seed=0)
     depth, random = greedy_and_random
     assert policy["disabled_programs"] == ["undo"] and policy["program_use"]["undo"] == 0
     assert policy["stage_mean"] >= 4.0 and policy["return_mean"] > random["return_mean"] + 10
     assert policy["non_undo_programs_per_episode"] >= 1.0
     assert depth["non_undo_programs_per_episode"] <= 0.0625
-    assert policy["distinct_programs_used"] >= 4
+    assert policy["distinct_programs_used"] >= 5
     assert policy["block_siphons_per_episode"] > depth["block_siphons_per_episode"]
+    assert policy["win_rate_without_quirk"] >= 1 / 64
     assert policy["stage_completions_by_undo_quirk"] == 0 and policy["unfinished"] == 0
