@@ -24,7 +24,7 @@ from hackmatrix_train.config import (
     TrainConfig,
     apply_preset,
     describe_plan,
-    has_program_bonus,
+    has_program_term,
     plan,
 )
 
@@ -213,8 +213,7 @@ def config_from_args(args: argparse.Namespace) -> tuple[TrainConfig, frozenset[s
         cfg = cfg.replace(explore_floor_end=None)  # --explore-floor 0 turns the floor off
     if cfg.explore_floor == 0 and "explore_floor_ramp" not in explicit:
         cfg = cfg.replace(explore_floor_ramp=0.0)
-    no_term = not has_program_bonus(cfg) and cfg.program_potential == 0
-    if no_term and "program_terms_skip_undo" not in explicit:
+    if not has_program_term(cfg) and "program_terms_skip_undo" not in explicit:
         cfg = cfg.replace(program_terms_skip_undo=False)  # --program-bonus 0: no term to skip in
     return cfg, explicit
 

@@ -51,8 +51,7 @@ PRESETS: dict[str, dict] = {
         **_DEPTH_RECIPE,
         "program_bonus": 5.0,
         "program_terms_skip_undo": True,
-        "explore_floor": 0.003,
-        "explore_floor_end": 0.001,
+        "explore_floor": 0.003,  # to the recipe's explore_floor_end, from the first update
         "explore_floor_start": 0.0,
         "disabled_programs": ("undo",),
     },
@@ -304,7 +303,7 @@ def validate(cfg: TrainConfig, num_devices: int = 1) -> None:
             raise ValueError(f"--program-bonus-end must be >= 0, got {cfg.program_bonus_end}")
         if cfg.program_bonus == 0 and cfg.program_bonus_end == 0:
             raise ValueError("--program-bonus-end changes nothing without --program-bonus")
-    if cfg.program_terms_skip_undo and not has_program_bonus(cfg) and cfg.program_potential == 0:
+    if cfg.program_terms_skip_undo and not has_program_term(cfg):
         raise ValueError(
             "--program-terms-skip-undo changes nothing without --program-bonus or "
             "--program-potential"
@@ -327,6 +326,12 @@ def disabled_actions(cfg: TrainConfig) -> tuple[int, ...]:
 def has_program_bonus(cfg: TrainConfig) -> bool:
     """Whether the program bonus is ever non-zero during the run (a static choice)."""
     return cfg.program_bonus > 0 or (cfg.program_bonus_end or 0.0) > 0
+
+
+def has_program_term(cfg: TrainConfig) -> bool:
+    """Whether the run has a program term (bonus or potential) for ``--program-terms-skip-undo``
+    to act on."""
+    return has_program_bonus(cfg) or cfg.program_potential > 0
 
 
 def apply_preset(
