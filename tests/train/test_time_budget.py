@@ -99,12 +99,62 @@ def test_bad_budgets_are_refused(value):
         validate(CFG.replace(time_budget=value))
 
 
-def test_budget_and_lr_annealing_are_refused_together():
-    with pytest.raises(ValueError, match="--anneal-lr"):
-        validate(CFG.replace(time_budget=5.0, anneal_lr=True))
-    trainer = make_train(CFG.replace(anneal_lr=True), ENV, PARAMS)
-    with pytest.raises(ValueError, match="--anneal-lr"):
-        trainer.set_num_updates(3)
+@pytest.mark.parametrize("traced", [False, True])
+def test_the_annealed_rate_is_optax_linear_schedule_with_the_length_as_data(traced):
+    """--anneal-lr steps exactly as optax's linear schedule over the run's gradient steps,
+    whether the length is a Python int or a traced int32 (the compiled chunk's case)."""
+    import jax.numpy as jnp
+    import optax
+    from hackmatrix_train.ppo import make_optimizer
+
+    cfg = CFG.replace(anneal_lr=True, lr=1e-3)  # 3 updates x 2 epochs x 2 minibatches
+    reference = optax.chain(
+        optax.clip_by_global_norm(cfg.max_grad_norm),
+        optax.adam(optax.linear_schedule(cfg.lr, 0.0, 12), eps=1e-5),
+    )
+    params = {"w": jnp.linspace(-1.0, 1.0, 5)}
+
+    def steps(tx):  # 14 steps in a scan, as the trainer's epochs run them; past the end: 0
+        def step(carry, i):
+            p, state = carry
+            grads = {"w": jnp.sin(p["w"] * (i + 1).astype(jnp.float32))}
+            updates, state = tx.update(grads, state, p)
+            return (optax.apply_updates(p, updates), state), None
+
+        return jax.lax.scan(step, (params, tx.init(params)), jnp.arange(14))[0][0]
+
+    want = jax.jit(lambda: steps(reference))()
+    if traced:
+        got = jax.jit(lambda n: steps(make_optimizer(cfg, n)))(jnp.int32(3))
+    else:
+        got = jax.jit(lambda: steps(make_optimizer(cfg, 3)))()
+    assert_trees_equal(got, want)
+    with pytest.raises(AssertionError):  # and the length is what it anneals over
+        assert_trees_equal(jax.jit(lambda: steps(make_optimizer(cfg, 4)))(), want)
+
+
+def test_a_budgeted_run_with_lr_annealing_equals_the_fixed_run_of_its_planned_length(
+    tmp_path, monkeypatch
+):
+    """The learning rate anneals over the length the budget plans, as every other schedule."""
+    monkeypatch.setattr(cli, "budget_updates", lambda *a: 5)
+    cfg = CFG.replace(anneal_lr=True, time_budget=2.0, checkpoint_dir=str(tmp_path / "a"))
+    budgeted = run(cfg, env=ENV, env_params=PARAMS, out=lambda _: None)
+    fixed = run(
+        CFG.replace(
+            anneal_lr=True, total_timesteps=5 * CFG.batch_size, checkpoint_dir=str(tmp_path / "b")
+        ),
+        env=ENV, env_params=PARAMS, out=lambda _: None,
+    )  # fmt: skip
+    assert budgeted["update"] == 5
+    assert_trees_equal(jax.device_get(budgeted["runner"]), jax.device_get(fixed["runner"]))
+    # the length matters: the first 5 updates of an annealed 10-update run step differently
+    ten = make_train(CFG.replace(anneal_lr=True, total_timesteps=10 * CFG.batch_size), ENV, PARAMS)
+    first_five = ten.run_chunk(ten.init(), 5)[0]
+    with pytest.raises(AssertionError):
+        assert_trees_equal(
+            jax.device_get(first_five.params), jax.device_get(fixed["runner"].params)
+        )
 
 
 def test_cli_flag():

@@ -286,14 +286,8 @@ def validate(cfg: TrainConfig, num_devices: int = 1) -> None:
         raise ValueError("--explore-floor-end needs --explore-floor > 0 (the start value)")
     if cfg.explore_floor_ramp > 0 and cfg.explore_floor == 0:
         raise ValueError("--explore-floor-ramp needs --explore-floor > 0")
-    if cfg.time_budget is not None:
-        if not (math.isfinite(cfg.time_budget) and cfg.time_budget > 0):
-            raise ValueError(f"--time-budget must be > 0 minutes, got {cfg.time_budget}")
-        if cfg.anneal_lr:
-            raise ValueError(
-                "--time-budget cannot be combined with --anneal-lr: the learning-rate schedule "
-                "is compiled into the optimizer before the budget fixes the run's length"
-            )
+    if cfg.time_budget is not None and not (math.isfinite(cfg.time_budget) and cfg.time_budget > 0):
+        raise ValueError(f"--time-budget must be > 0 minutes, got {cfg.time_budget}")
     if cfg.program_potential < 0:
         raise ValueError(f"--program-potential must be >= 0, got {cfg.program_potential}")
     if cfg.program_bonus < 0:

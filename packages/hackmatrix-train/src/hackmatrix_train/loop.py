@@ -81,10 +81,8 @@ class Trainer:
             )
 
         self.network = make_network(cfg.network, self.num_actions, cfg.hidden_dim, cfg.num_layers)
-        self.tx = make_optimizer(cfg, self.num_updates)
-        self._update = make_update(
-            cfg, self.network.apply, self.tx, env, env_params, axis_name=AXIS
-        )
+        self.tx = make_optimizer(cfg, self.num_updates)  # for the optimizer state's init
+        self._update = make_update(cfg, self.network.apply, env, env_params, axis_name=AXIS)
         self.spec = _spec_tree()
         self.shardings = jax.tree.map(
             lambda s: NamedSharding(self.mesh, s), self.spec, is_leaf=lambda x: isinstance(x, P)
@@ -213,8 +211,6 @@ class Trainer:
         """Give the run another length (``--time-budget``); the compiled chunk stays valid."""
         if num_updates < 1:
             raise ValueError(f"a run needs at least one update, got {num_updates}")
-        if self.cfg.anneal_lr:
-            raise ValueError("--anneal-lr compiles the run's length into the optimizer")
         self.cfg = self.cfg.replace(total_timesteps=num_updates * self.cfg.batch_size)
         self.schedule = make_schedule(self.cfg, num_updates)
 

@@ -136,14 +136,24 @@ class RunnerState:
     update: jax.Array  # int32[] updates done (env steps = update * batch_size)
 
 
-def make_optimizer(cfg, num_updates: int) -> optax.GradientTransformation:
-    """Adam with global-norm clipping and optional linear LR annealing.
+def make_optimizer(cfg, num_updates) -> optax.GradientTransformation:
+    """Adam with global-norm clipping and optional linear LR annealing to 0 over the run.
 
-    ``--anneal-lr`` compiles the run's length into the optimizer, which is why it cannot be
-    combined with ``--time-budget`` (config.validate).
+    ``num_updates`` is a Python int or a traced int32 (``Schedule.num_updates``): the update
+    builds its optimizer from the schedule it is given, so the annealed rate follows a length
+    fixed after compiling (``--time-budget``) like every other schedule. The rate falls per
+    gradient step as ``optax.linear_schedule``'s does, bit for bit once compiled: XLA turns
+    its division by the constant length into a product with the reciprocal, which this
+    computes the same way from the length as data.
     """
-    steps = num_updates * cfg.update_epochs * cfg.num_minibatches
-    lr = optax.linear_schedule(cfg.lr, 0.0, steps) if cfg.anneal_lr else cfg.lr
+    if cfg.anneal_lr:
+        steps = num_updates * cfg.update_epochs * cfg.num_minibatches
+
+        def lr(count):
+            return cfg.lr * (1 - jnp.clip(count, 0, steps) * (1.0 / steps))
+
+    else:
+        lr = cfg.lr
     return optax.chain(optax.clip_by_global_norm(cfg.max_grad_norm), optax.adam(lr, eps=1e-5))
 
 
@@ -259,10 +269,11 @@ def minibatch_step(
     return optax.apply_updates(params, updates), opt_state, aux
 
 
-def make_update(cfg, apply_fn, tx, env, env_params, axis_name=None):
+def make_update(cfg, apply_fn, env, env_params, axis_name=None):
     """Build ``update(runner, sched) -> (runner, raw_metrics)``: one rollout + PPO epochs.
 
-    ``sched`` (a ``Schedule``) gives the run's length, so the compiled update serves any length.
+    ``sched`` (a ``Schedule``) gives the run's length, so the compiled update serves any length;
+    the optimizer is built from it too (``make_optimizer``).
     """
     num_mb = cfg.num_minibatches
     skip_undo = cfg.program_terms_skip_undo
@@ -272,6 +283,7 @@ def make_update(cfg, apply_fn, tx, env, env_params, axis_name=None):
 
     def update(runner: RunnerState, sched: Schedule):
         k_roll, k_epochs, k_next = jax.random.split(runner.key, 3)
+        tx = make_optimizer(cfg, sched.num_updates)
         bonus_coef = program_bonus_coef(cfg, sched, runner.update)
 
         def bonus(obs):
