@@ -270,7 +270,7 @@ def test_explicit_flags_override_the_preset():
     validate(off)
 
 
-def test_the_depth_and_programs_presets_are_the_recipe_without_program_terms():
+def test_the_depth_and_programs_presets_are_the_recipe_without_program_terms_nor_annealed_rate():
     from hackmatrix_train.cli import build_parser, config_from_args, default_run_name
 
     default, _ = config_from_args(build_parser().parse_args([]))
@@ -283,6 +283,8 @@ def test_the_depth_and_programs_presets_are_the_recipe_without_program_terms():
         explore_floor_end=0.001,
         explore_floor_start=0.6,
         disabled_programs=(),
+        lr=5e-4,
+        anneal_lr=False,
         run_suffix="depth",
     )
     assert default_run_name(depth) == default_run_name(default) + "-depth"
@@ -299,9 +301,9 @@ def test_the_depth_and_programs_presets_are_the_recipe_without_program_terms():
 
 
 def test_the_default_preset_is_the_measured_flag_set():
-    """The default is the command line of the runs it is documented by (named "programs-noundo"
-    when they ran): the programs preset with a bonus of 5, the floor from the first update and
-    UNDO out of the mask."""
+    """The default is the command line of the runs it is documented by: the programs preset
+    with a bonus of 5, the floor from the first update, UNDO out of the mask and a learning
+    rate of 1e-3 annealed to 0."""
     from hackmatrix_env.constants import FIRST_PROGRAM, PROGRAM_NAMES
     from hackmatrix_train.cli import build_parser, config_from_args
     from hackmatrix_train.config import disabled_actions
@@ -319,6 +321,9 @@ def test_the_default_preset_is_the_measured_flag_set():
         "0.001",
         "--disabled-programs",
         "undo",
+        "--lr",
+        "1e-3",
+        "--anneal-lr",
     ]
     measured, _ = config_from_args(build_parser().parse_args(measured_flags))
     default, explicit = config_from_args(build_parser().parse_args([]))
@@ -328,6 +333,8 @@ def test_the_default_preset_is_the_measured_flag_set():
     validate(default)
     undo_back, _ = config_from_args(build_parser().parse_args(["--disabled-programs"]))
     assert undo_back.disabled_programs == () and undo_back.program_bonus == 5.0
+    constant, explicit = config_from_args(build_parser().parse_args(["--no-anneal-lr"]))
+    assert not constant.anneal_lr and explicit == frozenset({"anneal_lr"})
 
 
 def test_unknown_preset_is_a_clear_error():

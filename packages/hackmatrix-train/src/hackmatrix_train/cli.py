@@ -78,7 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
         "many steps as fit (replaces --total-timesteps; the final evaluation follows)",
     )
     add("--lr", help="Adam learning rate")
-    add("--anneal-lr", action="store_true", help="linear LR decay to 0")
+    add("--anneal-lr", action=argparse.BooleanOptionalAction, help="linear LR decay to 0")
     add("--gamma")
     add("--gae-lambda")
     add("--num-minibatches")
