@@ -142,9 +142,9 @@ def make_optimizer(cfg, num_updates) -> optax.GradientTransformation:
     ``num_updates`` is a Python int or a traced int32 (``Schedule.num_updates``): the update
     builds its optimizer from the schedule it is given, so the annealed rate follows a length
     fixed after compiling (``--time-budget``) like every other schedule. The rate falls per
-    gradient step as ``optax.linear_schedule``'s does, bit for bit once compiled: XLA turns
-    its division by the constant length into a product with the reciprocal, which this
-    computes the same way from the length as data.
+    gradient step as ``optax.linear_schedule``'s does, and bit for bit once compiled
+    (tests/train/test_time_budget.py): it multiplies by the length's reciprocal, as XLA can
+    compile a division by a constant.
     """
     if cfg.anneal_lr:
         steps = num_updates * cfg.update_epochs * cfg.num_minibatches
