@@ -52,17 +52,19 @@ NO_UNDO = (  # the early floor with the program bonus, with and without UNDO in 
         "the same with --disabled-programs undo, 487M (one H100)",
     ),
 )
-DEFAULT_CPU = (  # the default on the CPU against the depth recipe and against UNDO in reach
+DEFAULT_CPU = (  # the default on the CPU against its constant-rate form and the depth recipe
     ("curves_default_s1_cpu.csv", "--preset depth, seed 1"),
-    ("curves_earlyfloor_s1_cpu.csv", "early floor + bonus 2, UNDO in reach, seed 1"),
-    ("curves_noundo5_s0_cpu.csv", "default, seed 0"),
-    ("curves_noundo5_s1_cpu.csv", "default, seed 1"),
-    ("curves_noundo5_s2_cpu.csv", "default, seed 2"),
+    ("curves_noundo5_s0_cpu.csv", "constant rate 5e-4, seed 0"),
+    ("curves_noundo5_s1_cpu.csv", "constant rate 5e-4, seed 1"),
+    ("curves_noundo5_s2_cpu.csv", "constant rate 5e-4, seed 2"),
+    ("curves_lranneal_s0_cpu.csv", "default (1e-3 annealed), seed 0"),
+    ("curves_lranneal_s1_cpu.csv", "default (1e-3 annealed), seed 1"),
+    ("curves_lranneal_s2_cpu.csv", "default (1e-3 annealed), seed 2"),
 )
 DEFAULT_GPU = (  # the default at GPU scale against the depth recipe and the bonus-2 ablation
     ("curves_gpu_default579m_s0_h200.csv", "--preset depth, 579M (one H200)"),
     ("curves_gpu_noundo487m_s0_h100.csv", "early floor + bonus 2, no UNDO, 487M (one H100)"),
-    ("curves_gpu_default480m_s0_h100.csv", "default, 480M (one H100)"),
+    ("curves_gpu_default480m_s0_h100.csv", "default at a constant rate 5e-4, 480M (one H100)"),
 )
 
 
@@ -122,7 +124,7 @@ def figures() -> None:
     _plot(DEFAULT_CPU, (stage, siphons, programs), HERE / "learning_curve_default_vs_depth.png",
           "The default, 25M steps on the 2-core CPU: training curves", False)  # fmt: skip
     _plot(DEFAULT_GPU, (stage, siphons, programs), HERE / "learning_curve_gpu_default.png",
-          "The default at GPU scale (65,536 envs, seed 0): training curves", False)  # fmt: skip
+          "The default (constant rate) at GPU scale (65,536 envs, seed 0): training curves", False)  # fmt: skip
 
 
 if __name__ == "__main__":
