@@ -32,9 +32,10 @@ NETWORKS = ("mlp", "grid")
 # counted) and UNDO out of the agent's mask (the game is unchanged), sized to finish within an
 # hour on a 2-core CPU. It is the only recipe whose greedy policies take program blocks and
 # run programs on every seed, and at GPU scale (at a constant rate) it reaches stage 5 and
-# wins by the exit (specs/train.md §10). "depth" is the recipe without the
-# program terms, UNDO in reach, the floor from 60 % of the run and a constant rate 5e-4: as
-# deep on the CPU budget (stage 4.12 against 4.04), no programs. "programs" is "depth" with a bonus of 2 that leaves UNDO out.
+# wins by the exit (specs/train.md §10). "depth" is the recipe without the program terms, UNDO
+# in reach, the floor from 60 % of the run and a constant rate 5e-4: as deep on the CPU budget
+# (stage 4.12 against 4.04), no programs. "programs" is "depth" with a bonus of 2 that leaves
+# UNDO out.
 # "reference" keeps the earlier trainer's configuration reachable for comparisons.
 _DEPTH_RECIPE = {
     "network": "grid",
