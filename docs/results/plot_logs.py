@@ -57,9 +57,12 @@ DEFAULT_CPU = (  # the default on the CPU against its constant-rate form and the
     ("curves_noundo5_s0_cpu.csv", "constant rate 5e-4, seed 0"),
     ("curves_noundo5_s1_cpu.csv", "constant rate 5e-4, seed 1"),
     ("curves_noundo5_s2_cpu.csv", "constant rate 5e-4, seed 2"),
-    ("curves_lranneal_s0_cpu.csv", "default (1e-3 annealed), seed 0"),
-    ("curves_lranneal_s1_cpu.csv", "default (1e-3 annealed), seed 1"),
-    ("curves_lranneal_s2_cpu.csv", "default (1e-3 annealed), seed 2"),
+    ("curves_default25m_cpu.csv", "1e-3 annealed over 25M, seed 0", 0),
+    ("curves_default25m_cpu.csv", "1e-3 annealed over 25M, seed 1", 1),
+    ("curves_default25m_cpu.csv", "1e-3 annealed over 25M, seed 2", 2),
+    ("curves_default.csv", "the default: 1e-3 annealed over a 55-min budget, seed 0", 0),
+    ("curves_default.csv", "the default: 1e-3 annealed over a 55-min budget, seed 1", 1),
+    ("curves_default.csv", "the default: 1e-3 annealed over a 55-min budget, seed 2", 2),
 )
 DEFAULT_GPU = (  # the default at GPU scale against the depth recipe and the bonus-2 ablation
     ("curves_gpu_default579m_s0_h200.csv", "--preset depth, 579M (one H200)"),
@@ -83,16 +86,25 @@ def curves_from_log(log: Path, out: Path) -> int:
     return rows
 
 
+def _rows(name: str, seed: int | None) -> list[dict]:
+    """The rows of curve CSV ``name`` (in ``parts/``, else beside this script); with ``seed``,
+    that seed's rows of a multi-seed CSV of ``hm-bench learn``."""
+    path = PARTS / name if (PARTS / name).exists() else HERE / name
+    with open(path) as f:
+        rows = list(csv.DictReader(f))
+    return rows if seed is None else [r for r in rows if int(r["seed"]) == seed]
+
+
 def _plot(runs, keys, path: Path, title: str, log_x: bool) -> None:
+    """One panel per key; ``runs`` holds (CSV name, label) or (CSV name, label, seed)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, len(keys), figsize=(6 * len(keys), 4.2))
-    for name, label in runs:
-        with open(PARTS / name) as f:
-            rows = list(csv.DictReader(f))
+    for name, label, *seed in runs:
+        rows = _rows(name, seed[0] if seed else None)
         steps = [int(r["env_steps"]) / (1 if log_x else 1e6) for r in rows]
         for ax, (key, ylabel) in zip(axes, keys, strict=True):
             ax.plot(steps, [float(r[key]) for r in rows], label=label, lw=1.2)
@@ -122,7 +134,8 @@ def figures() -> None:
     _plot(NO_UNDO, (stage, siphons, programs), HERE / "learning_curve_gpu_noundo.png",
           "Without UNDO in the agent's mask (seed 0, 65,536 envs): training curves", False)  # fmt: skip
     _plot(DEFAULT_CPU, (stage, siphons, programs), HERE / "learning_curve_default_vs_depth.png",
-          "The default, 25M steps on the 2-core CPU: training curves", False)  # fmt: skip
+          "The default on the 2-core CPU against 25M steps and other recipes: training curves",
+          False)  # fmt: skip
     _plot(DEFAULT_GPU, (stage, siphons, programs), HERE / "learning_curve_gpu_default.png",
           "The default (constant rate) at GPU scale (65,536 envs, seed 0): training curves", False)  # fmt: skip
 

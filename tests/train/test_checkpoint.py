@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 
 import jax
@@ -70,6 +71,8 @@ def test_cli_interrupt_then_resume_is_exact(reference, tmp_path, monkeypatch):
     second = run(cfg2, explicit, env=ENV, env_params=PARAMS, out=lines.append)
     assert sum(calls) == 2  # only the remaining updates
     assert second["update"] == 4 and not second["interrupted"]
+    with open(run_dir / "progress.csv", newline="") as f:  # one curve across the resume
+        assert [int(r["update"]) for r in csv.DictReader(f)] == [1, 2, 3, 4]
     assert_trees_equal(jax.device_get(second["runner"]), final)
     # the params export holds the final params
     params, meta = ckpt.load_params(run_dir, template=final.params)

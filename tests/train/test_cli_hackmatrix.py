@@ -46,13 +46,32 @@ def test_hm_train_tiny_on_hackmatrix(tmp_path):
     # finished run (hm-bench learn --from-runs) is exactly hm-train's own end-of-run evaluation
     meta = json.loads((run_dir / "params.json").read_text())
     assert meta["train_seconds"] == pytest.approx(result["train_seconds"])
-    from hackmatrix_train.learnbench import from_runs
+    from hackmatrix_train.learnbench import from_runs, read_curves
 
     summary = from_runs([str(run_dir)], tmp_path / "bench", "tiny", None, "cmd")
     assert summary["final"][0]["greedy"] == final
     assert summary["final"][0]["sampled"]["policy"] == "sampled"
     assert summary["env_steps"] == 512 and summary["seeds"] == [0]
+    assert summary["final"][0]["env_steps"] == 512
     assert "| 0 | " in (tmp_path / "bench" / "results_tiny.md").read_text()
+    # the run's progress.csv holds its curve (one row per logged update), which --from-runs draws
+    curve = read_curves(run_dir / "progress.csv")
+    assert [(r["update"], r["env_steps"]) for r in curve] == [(1, 256), (2, 512)]
+    assert curve[-1]["train/episode_return"] == pytest.approx(
+        result["metrics"]["train/episode_return"]
+    )
+    drawn = read_curves(tmp_path / "bench" / "curves_tiny.csv")
+    assert [(r["seed"], r["update"]) for r in drawn] == [(0, 1), (0, 2)]
+    assert (tmp_path / "bench" / "learning_curve_tiny.png").stat().st_size > 0
+    # a run that stopped short of its planned length (interrupted) is refused, not averaged in
+    sidecar = json.loads((run_dir / "params.json").read_text())
+    sidecar["config"]["total_timesteps"] = 1024
+    short = tmp_path / "short"
+    short.mkdir()
+    (short / "params.msgpack").write_bytes((run_dir / "params.msgpack").read_bytes())
+    (short / "params.json").write_text(json.dumps(sidecar))
+    with pytest.raises(ValueError, match="stopped at 512 of its 1024 env steps"):
+        from_runs([str(short)], tmp_path / "bench", "short", None, "cmd")
 
     m = result["metrics"]
     # 8 envs x 32 steps per update, episodes capped at 40 steps: some complete every update

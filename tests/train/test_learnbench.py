@@ -1,8 +1,10 @@
-"""``hm-train-learn`` host-side pieces: the curve plot with and without periodic evaluation."""
+"""``hm-bench learn`` (``hm-train-learn``): the curve plot, the merging of seeds' summaries,
+and a tiny benchmark end to end."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hackmatrix_train.evaluate import summarize
 from hackmatrix_train.learnbench import CURVE_KEYS, EVAL_KEYS, plot_curves
 
@@ -93,7 +95,6 @@ def test_combine_merges_seeds_into_one_table(tmp_path):
 def test_combine_refuses_other_configs_and_repeated_seeds(tmp_path):
     import json
 
-    import pytest
     from hackmatrix_train.learnbench import combine
 
     a, b, c = tmp_path / "a.json", tmp_path / "b.json", tmp_path / "c.json"
@@ -109,7 +110,6 @@ def test_combine_refuses_other_configs_and_repeated_seeds(tmp_path):
 def test_combine_ignores_bookkeeping_fields_only(tmp_path):
     import json
 
-    import pytest
     from hackmatrix_train.learnbench import BOOKKEEPING_FIELDS, combine
 
     a, b = tmp_path / "a.json", tmp_path / "b.json"
@@ -128,7 +128,6 @@ def test_combine_ignores_bookkeeping_fields_only(tmp_path):
 def test_combine_reads_a_field_missing_from_an_older_config_as_its_default(tmp_path):
     import json
 
-    import pytest
     from hackmatrix_train.config import TrainConfig
     from hackmatrix_train.learnbench import combine
 
@@ -143,10 +142,95 @@ def test_combine_reads_a_field_missing_from_an_older_config_as_its_default(tmp_p
 
 
 def test_from_runs_refuses_missing_runs_with_a_clear_error(tmp_path, capsys):
-    import pytest
     from hackmatrix_train.learnbench import main
 
     with pytest.raises(SystemExit) as e:
         main(["--from-runs", str(tmp_path / "nope"), "--out", str(tmp_path)])
     assert e.value.code == 2
     assert "nope" in capsys.readouterr().err
+
+
+def test_combine_takes_budgeted_seeds_of_other_lengths_as_one_config(tmp_path):
+    """Under a time budget each run plans its own length from its measured speed: the planned
+    ``total_timesteps`` is then no learning field, and each seed's steps reach the table."""
+    import json
+
+    from hackmatrix_train.learnbench import combine
+
+    paths = []
+    for seed, steps in ((0, 52_690_944), (1, 51_798_016)):
+        summary = _summary(seed, 1.0, time_budget=55.0, total_timesteps=steps)
+        summary["env_steps"] = steps
+        path = tmp_path / f"summary_s{seed}.json"
+        path.write_text(json.dumps(summary))
+        paths.append(str(path))
+    merged = combine(paths, tmp_path / "o", "budget")
+    assert merged["env_steps"] == [52_690_944, 51_798_016]
+    assert [f["env_steps"] for f in merged["final"]] == merged["env_steps"]
+    text = (tmp_path / "o" / "results_budget.md").read_text()
+    assert "a time budget of 55 min per seed" in text and "52.7M, 51.8M env steps" in text
+    rows = [line for line in text.splitlines() if line.startswith("| 0 | ")]
+    assert rows and "| 52.7M | 1 |" in rows[0]  # the seed's steps, then its minutes
+    # the budget itself is a learning field, and so is the length of fixed-length runs
+    other = _summary(2, 1.0, time_budget=30.0, total_timesteps=51_798_016)
+    (tmp_path / "other.json").write_text(json.dumps(other))
+    with pytest.raises(ValueError, match="time_budget"):
+        combine([paths[0], str(tmp_path / "other.json")], tmp_path / "o", "x")
+
+
+def test_the_table_gives_one_length_for_equal_seeds(tmp_path):
+    import json
+
+    from hackmatrix_train.learnbench import combine
+
+    paths = []
+    for seed in (0, 1):
+        path = tmp_path / f"summary_s{seed}.json"
+        path.write_text(json.dumps(_summary(seed, 1.0)))
+        paths.append(str(path))
+    merged = combine(paths, tmp_path / "o", "fixed")
+    assert merged["env_steps"] == 1000
+    text = (tmp_path / "o" / "results_fixed.md").read_text()
+    assert "1,000 env steps per seed, seeds [0, 1]" in text and "time budget" not in text
+
+
+@pytest.mark.slow  # dominated by compiling the env step (see specs/train.md §9)
+def test_the_benchmark_trains_each_seed_for_its_own_budgeted_length(tmp_path, monkeypatch):
+    """``hm-bench learn`` under ``--time-budget`` plans each seed's length with the trainer's
+    probe (here: 1 update for seed 0, 2 for seed 1), trains and evaluates each seed for that
+    length, and writes the outputs and checkpoints that ``--from-runs`` reads back."""
+    import json
+
+    from hackmatrix_train import cli
+    from hackmatrix_train.learnbench import from_runs, main, read_curves
+
+    planned = iter([1, 2])
+    monkeypatch.setattr(cli, "budget_updates", lambda *_: next(planned))
+    out, ckpts = tmp_path / "results", tmp_path / "ckpt"
+    argv = (
+        f"--seeds 0 1 --out {out} --tag tiny --save-checkpoints {ckpts} --time-budget 5 "
+        "--num-envs 8 --num-steps 16 --log-interval 1 --hidden-dim 16 --num-layers 1 "
+        "--num-minibatches 2 --update-epochs 1 --network mlp --max-steps-in-episode 30 "
+        "--final-eval-episodes 4 --cpu-devices 1"  # the test process already has its devices
+    ).split()
+    assert main(argv) == 0
+    batch = 8 * 16
+    summary = json.loads((out / "summary_tiny.json").read_text())
+    assert summary["env_steps"] == [batch, 2 * batch] and summary["seeds"] == [0, 1]
+    assert summary["config"]["time_budget"] == 5.0
+    for final in summary["final"]:
+        assert final["greedy"]["episodes"] == 4 and final["greedy"]["policy"] == "greedy"
+        assert final["steps_per_second"] > 0
+    rows = read_curves(out / "curves_tiny.csv")
+    assert [(r["seed"], r["env_steps"]) for r in rows] == [(0, batch), (1, batch), (1, 2 * batch)]
+    assert (out / "learning_curve_tiny.png").stat().st_size > 0
+    text = (out / "results_tiny.md").read_text()
+    assert "a time budget of 5 min per seed" in text
+    # the saved checkpoints are each seed's own run: its seed and the length it trained
+    again = from_runs(
+        [str(ckpts / "tiny_seed0"), str(ckpts / "tiny_seed1")], tmp_path / "again", "again",
+        None, "cmd",
+    )  # fmt: skip
+    assert again["env_steps"] == summary["env_steps"] and again["seeds"] == [0, 1]
+    for ours, theirs in zip(summary["final"], again["final"], strict=True):
+        assert theirs["greedy"]["return_mean"] == pytest.approx(ours["greedy"]["return_mean"])

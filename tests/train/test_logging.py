@@ -1,4 +1,5 @@
-"""Host logging: wandb key detection without network, graceful wandb failure, console line."""
+"""Host logging: wandb key detection without network, graceful wandb failure, console line,
+the run's progress.csv."""
 
 from __future__ import annotations
 
@@ -73,3 +74,28 @@ def test_progress_line_and_eta():
     assert math.isnan(clock.eta(100))
     clock.train_seconds, clock.steps = 2.0, 1000
     assert clock.eta(500) == 1.0
+
+
+def test_progress_csv_keeps_the_curve_of_the_params_a_run_ends_with(tmp_path):
+    """One row per logged chunk; a resume keeps the rows up to its update (a rewind drops the
+    later ones), a fresh run starts the file again, and a metric missing from a row is blank."""
+    import csv
+
+    def rows():
+        with open(tmp_path / "run" / hm_logging.PROGRESS_CSV, newline="") as f:
+            return list(csv.DictReader(f))
+
+    first = hm_logging.ProgressCSV(tmp_path / "run")
+    for update in (1, 2, 3):
+        first.log(update, 8 * update, {"train/episode_return": float(update), "stats/x": 0.5})
+    assert [r["update"] for r in rows()] == ["1", "2", "3"]
+    assert rows()[2] == {"update": "3", "env_steps": "24", "train/episode_return": "3.0",
+                         "stats/x": "0.5"}  # fmt: skip
+    rewound = hm_logging.ProgressCSV(tmp_path / "run", resume_update=2)
+    assert [r["update"] for r in rows()] == ["1", "2"]
+    rewound.log(3, 24, {"train/episode_return": -1.0})
+    assert [(r["update"], r["train/episode_return"], r["stats/x"]) for r in rows()] == [
+        ("1", "1.0", "0.5"), ("2", "2.0", "0.5"), ("3", "-1.0", ""),
+    ]  # fmt: skip
+    hm_logging.ProgressCSV(tmp_path / "run")  # a fresh run of the same name
+    assert rows() == []

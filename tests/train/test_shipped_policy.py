@@ -15,6 +15,7 @@ QUIRK_POLICY = POLICY.parent / "bonus2-h200-593m"
 PROGRAMS_POLICY = POLICY.parent / "programs-cpu-25m"
 NO_UNDO_POLICY = POLICY.parent / "noundo-h100-487m"
 DEFAULT_CPU_POLICY = POLICY.parent / "default-cpu-25m"
+DEFAULT_BUDGET_POLICY = POLICY.parent / "default-cpu-52m"
 CONSTANT_LR_GPU_POLICY = POLICY.parent / "constlr-h100-480m"
 
 
@@ -24,7 +25,7 @@ def recipe_of(policy: Path, preset: str, **but) -> TrainConfig:
     bookkeeping (its name, say)."""
     cfg = TrainConfig.from_dict(json.loads((policy / "params.json").read_text())["config"])
     for key, value in {**PRESETS[preset], **but}.items():
-        if key != "total_timesteps" and key not in RUN_BOOKKEEPING:
+        if key not in ("total_timesteps", "time_budget") and key not in RUN_BOOKKEEPING:
             assert getattr(cfg, key) == value, key
     return cfg
 
@@ -117,7 +118,8 @@ def test_the_no_undo_policy_plays_deep_without_undo(greedy_and_random):
 
 def test_the_default_cpu_policy_is_the_default_recipe_on_the_cpu():
     cfg = recipe_of(DEFAULT_CPU_POLICY, "default")
-    assert cfg.num_envs == 256 and cfg.total_timesteps == 25_000_000 and cfg.seed == 0
+    assert cfg.num_envs == 256 and cfg.seed == 0
+    assert cfg.total_timesteps == 25_000_000 and cfg.time_budget is None  # a fixed length
 
 
 def test_the_default_cpu_policy_takes_blocks_and_runs_other_programs(greedy_and_random):
@@ -133,6 +135,29 @@ def test_the_default_cpu_policy_takes_blocks_and_runs_other_programs(greedy_and_
     assert policy["distinct_programs_used"] >= 3
     assert policy["return_mean"] > random["return_mean"] + 5
     assert policy["unfinished"] == 0
+
+
+def test_the_default_budget_policy_is_the_default_as_hm_train_runs_it():
+    cfg = recipe_of(DEFAULT_BUDGET_POLICY, "default")
+    assert cfg.num_envs == 256 and cfg.seed == 1 and cfg.time_budget == 55.0
+    assert cfg.total_timesteps == 51_798_016  # the length its probe planned
+
+
+def test_the_default_budget_policy_plays_deep_runs_programs_and_wins_by_the_exit(
+    greedy_and_random,
+):
+    """Its README figures are 256 episodes (stage 4.71, 2.53 non-UNDO programs per episode over
+    14 programs, 3 wins by the exit); the first 64 episodes of the same key hold two of the
+    wins."""
+    policy = evaluate_checkpoint(str(DEFAULT_BUDGET_POLICY), greedy=True, episodes=64, seed=0)
+    depth, random = greedy_and_random
+    assert policy["disabled_programs"] == ["undo"] and policy["program_use"]["undo"] == 0
+    assert policy["stage_mean"] >= 4.5 and policy["return_mean"] > random["return_mean"] + 20
+    assert policy["non_undo_programs_per_episode"] >= 2.0
+    assert policy["distinct_programs_used"] >= 8
+    assert policy["block_siphons_per_episode"] > depth["block_siphons_per_episode"]
+    assert policy["win_rate_without_quirk"] >= 1 / 64
+    assert policy["stage_completions_by_undo_quirk"] == 0 and policy["unfinished"] == 0
 
 
 def test_the_gpu_policy_is_the_default_recipe_at_a_constant_rate_at_65536_envs():

@@ -8,7 +8,7 @@ import jax
 import pytest
 from hackmatrix_train import cli
 from hackmatrix_train.cli import budget_updates, build_parser, config_from_args, run
-from hackmatrix_train.config import TrainConfig, validate
+from hackmatrix_train.config import TrainConfig, describe_plan, validate
 from hackmatrix_train.loop import make_train
 from hypothesis import given
 from hypothesis import strategies as st
@@ -158,6 +158,25 @@ def test_a_budgeted_run_with_lr_annealing_equals_the_fixed_run_of_its_planned_le
 
 
 def test_cli_flag():
-    cfg, explicit = config_from_args(build_parser().parse_args(["--time-budget", "55"]))
-    assert cfg.time_budget == 55.0 and "time_budget" in explicit
-    assert config_from_args(build_parser().parse_args([]))[0].time_budget is None
+    cfg, explicit = config_from_args(build_parser().parse_args(["--time-budget", "30"]))
+    assert cfg.time_budget == 30.0 and "time_budget" in explicit
+
+
+def test_the_default_is_a_budget_and_an_explicit_length_replaces_it(capsys):
+    """``hm-train`` alone trains for the default preset's budget; ``--total-timesteps`` gives a
+    fixed length instead (the budget would otherwise replace it), and asking for both is an
+    error rather than a silent choice of one."""
+    from hackmatrix_train.config import PRESETS
+
+    default, explicit = config_from_args(build_parser().parse_args([]))
+    assert default.time_budget == PRESETS["default"]["time_budget"] and not explicit
+    fixed, explicit = config_from_args(build_parser().parse_args(["--total-timesteps", "2M"]))
+    assert fixed.time_budget is None and fixed.total_timesteps == 2_000_000
+    assert fixed == default.replace(time_budget=None, total_timesteps=2_000_000)
+    assert "as many updates as fit" not in describe_plan(fixed)
+    assert "as many updates as fit --time-budget 55 min" in describe_plan(default)
+    other_preset, _ = config_from_args(build_parser().parse_args(["--preset", "depth"]))
+    assert other_preset.time_budget is None  # the other presets keep their fixed lengths
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["--total-timesteps", "2M", "--time-budget", "5"])
+    assert "not allowed with" in capsys.readouterr().err

@@ -61,21 +61,29 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
 
-    def add(flag, **kw):
+    def add(flag, to=p, default_text=None, **kw):
         dest = flag.lstrip("-").replace("-", "_")
         if kw.get("action") not in ("store_true", argparse.BooleanOptionalAction):
             kw.setdefault("type", type(getattr(d, dest)) if getattr(d, dest) is not None else str)
-        kw["help"] = kw.get("help", "") + f" (default: {getattr(d, dest)})"
-        p.add_argument(flag, dest=dest, **kw)
+        kw["help"] = kw.get("help", "") + f" (default: {default_text or getattr(d, dest)})"
+        to.add_argument(flag, dest=dest, **kw)
 
     add("--num-envs", help="parallel environments")
     add("--num-steps", help="steps per env per rollout")
-    add("--total-timesteps", type=parse_count, help="env steps to train (10M, 5e6, ...)")
+    length = p.add_mutually_exclusive_group()  # a run has a fixed length or a time budget
+    add(
+        "--total-timesteps",
+        to=length,
+        type=parse_count,
+        default_text="as many as fit --time-budget",
+        help="env steps to train (10M, 5e6, ...); given, it replaces the preset's time budget",
+    )
     add(
         "--time-budget",
+        to=length,
         type=float,
         help="minutes for compiling and training: time the compiled update, then train as "
-        "many steps as fit (replaces --total-timesteps; the final evaluation follows)",
+        "many steps as fit (the final evaluation follows)",
     )
     add("--lr", help="Adam learning rate")
     add("--anneal-lr", action=argparse.BooleanOptionalAction, help="linear LR decay to 0")
@@ -209,6 +217,8 @@ def config_from_args(args: argparse.Namespace) -> tuple[TrainConfig, frozenset[s
     if "disabled_programs" in ns:
         ns["disabled_programs"] = tuple(ns["disabled_programs"])
     cfg = apply_preset(TrainConfig(**ns), getattr(args, "preset", DEFAULT_PRESET), explicit)
+    if "total_timesteps" in explicit:
+        cfg = cfg.replace(time_budget=None)  # a fixed length replaces the preset's budget
     if cfg.explore_floor == 0 and "explore_floor_end" not in explicit:
         cfg = cfg.replace(explore_floor_end=None)  # --explore-floor 0 turns the floor off
     if cfg.explore_floor == 0 and "explore_floor_ramp" not in explicit:
@@ -250,7 +260,7 @@ def run(cfg: TrainConfig, explicit=frozenset(), env=None, env_params=None, out=p
     import numpy as np
 
     from hackmatrix_train import checkpoint as ckpt
-    from hackmatrix_train.logging import Clock, WandbLogger, format_progress
+    from hackmatrix_train.logging import Clock, ProgressCSV, WandbLogger, format_progress
     from hackmatrix_train.loop import make_train
 
     t_start = time.monotonic()
@@ -310,6 +320,9 @@ def run(cfg: TrainConfig, explicit=frozenset(), env=None, env_params=None, out=p
         config=config_dict,
         run_id=meta.get("wandb_id"),
     )
+    progress = None
+    if jax.process_index() == 0:
+        progress = ProgressCSV(run_dir, update if resume_path is not None else None)
 
     def save(r, why: str) -> Path:
         u = int(jax.device_get(r.update))
@@ -353,6 +366,8 @@ def run(cfg: TrainConfig, explicit=frozenset(), env=None, env_params=None, out=p
                 first_chunk = False
             out(format_progress(update, num_updates, update * batch, sps, eta, metrics))
             logger.log(metrics, step=update * batch)
+            if progress is not None:
+                progress.log(update, update * batch, metrics)
             due_updates = bool(cfg.save_interval) and update % cfg.save_interval == 0
             due_time = time.monotonic() - last_save_t >= cfg.save_interval_minutes * 60
             if (due_updates or due_time) and update < num_updates:

@@ -1,8 +1,8 @@
 """``hm-bench learn`` (``hm-train-learn``): the learning benchmark of a config over several seeds.
 
 Trains the given config (default: ``hm-train``'s defaults, the preset "default") for its
-``--total-timesteps`` with each seed, reusing one compiled trainer and recording the logged
-metrics after every chunk. Each final policy then gets the evaluation protocol of ``hm-train``'s
+``--total-timesteps`` (or, under ``--time-budget``, the length each seed's own probe plans) with
+each seed, reusing one compiled trainer and recording the logged metrics after every chunk. Each final policy then gets the evaluation protocol of ``hm-train``'s
 end-of-run evaluation: ``--final-eval-episodes`` greedy episodes from stage 1 with the fixed key
 ``--final-eval-seed`` (and the sampled policy on the same key), next to the uniform random masked
 policy. Writes into ``--out`` (default ``docs/results``): ``curves_<tag>.csv``,
@@ -10,8 +10,8 @@ policy. Writes into ``--out`` (default ``docs/results``): ``curves_<tag>.csv``,
 ``learning_curve_<tag>.png``. ``--combine SUMMARY.json ...`` merges the summaries (and curves) of
 runs of one config made separately, e.g. one seed per machine, into the same outputs.
 ``--from-runs RUN_DIR ...`` puts finished plain ``hm-train`` runs of one config into the same
-outputs: each run's final params get the same protocol (no curves: ``hm-train`` logs those to
-wandb), so a seed trained by the README's command joins the others through ``--combine``.
+outputs: each run's final params get the same protocol and its ``progress.csv`` gives the
+curves, so seeds trained by the README's command make the same table and figure.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 
 from hackmatrix_train.config import RUN_BOOKKEEPING, TrainConfig
+from hackmatrix_train.logging import PROGRESS_CSV
 
 CURVE_KEYS = (
     "train/episode_return", "train/episode_length", "train/num_episodes", "stats/mean_stage",
@@ -91,7 +92,7 @@ def aggregate(finals: list[dict]) -> dict:
 def results_table(summary: dict, kind: str = "greedy") -> str:
     """The markdown table of the final evaluations: one row per seed and the mean over seeds."""
     finals = summary["final"]
-    head = ["seed", *(c[0] for c in TABLE_COLUMNS), "train min", "where"]
+    head = ["seed", *(c[0] for c in TABLE_COLUMNS), "env steps", "train min", "where"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
 
     def cells(ev: dict) -> list[str]:
@@ -109,8 +110,9 @@ def results_table(summary: dict, kind: str = "greedy") -> str:
     for r in finals:
         seconds = r.get("train_seconds")
         minutes = "-" if seconds is None else f"{seconds / 60:.0f}"
+        steps = f"{seed_env_steps(summary, r) / 1e6:.1f}M"
         lines.append(
-            "| " + " | ".join([str(r["seed"]), *cells(r[kind]), minutes,
+            "| " + " | ".join([str(r["seed"]), *cells(r[kind]), steps, minutes,
                                r.get("hardware", "")]) + " |"
         )  # fmt: skip
     agg = aggregate(finals)
@@ -129,12 +131,39 @@ def results_table(summary: dict, kind: str = "greedy") -> str:
             mean_row.append(
                 fmt.format(round(value)) if fmt == "{:d}" else fmt.format(value)
             )  # fmt: skip
-    lines.append("| **mean** | " + " | ".join(mean_row) + " | | |")
+    lines.append("| **mean** | " + " | ".join(mean_row) + " | | | |")
     rand = summary.get("random")
     if rand:
         rr = cells(rand)
-        lines.append("| random masked | " + " | ".join(rr) + " | | |")
+        lines.append("| random masked | " + " | ".join(rr) + " | | | |")
     return "\n".join(lines)
+
+
+def seed_env_steps(summary: dict, final: dict) -> int:
+    """The env steps one seed trained: its own entry's (budgeted runs differ per seed), else
+    the summary's (a summary written before the per-seed figure)."""
+    return final.get("env_steps", summary["env_steps"])
+
+
+def env_steps_of(finals: list[dict]) -> int | list[int]:
+    """The summary's ``env_steps``: one number when the seeds trained equally long, else the
+    list in seed order (runs under a time budget plan their own lengths)."""
+    steps = [f["env_steps"] for f in finals]
+    return steps[0] if len(set(steps)) == 1 else steps
+
+
+def describe_length(summary: dict) -> str:
+    """How long each seed trained, for the results page."""
+    steps = summary["env_steps"]
+    budget = summary["config"].get("time_budget")
+    if isinstance(steps, list):
+        each = ", ".join(f"{s / 1e6:.1f}M" for s in steps)
+        length = f"{each} env steps (seeds {summary['seeds']})"
+    else:
+        length = f"{steps:,} env steps per seed, seeds {summary['seeds']}"
+    if budget is not None:
+        length = f"a time budget of {budget:g} min per seed, planned by each run: {length}"
+    return length
 
 
 def write_outputs(summary: dict, rows: list[dict], out: Path, tag: str) -> None:
@@ -152,7 +181,7 @@ def write_outputs(summary: dict, rows: list[dict], out: Path, tag: str) -> None:
     text = [
         f"# Learning benchmark: {tag}",
         "",
-        f"{summary['env_steps']:,} env steps per seed, seeds {summary['seeds']}; evaluation: "
+        f"{describe_length(summary)}; evaluation: "
         f"{cfg.get('final_eval_episodes')} greedy episodes from stage 1 per seed, key "
         f"{cfg.get('final_eval_seed')} (the same for every seed); the canonical game reward.",
         "",
@@ -195,13 +224,18 @@ BOOKKEEPING_FIELDS = RUN_BOOKKEEPING | {"seed", "notes", "run_name"}
 
 def _learning_fields(config: dict) -> dict:
     """The fields of a saved config that change what a run learns; a field added to
-    ``TrainConfig`` after the config was saved counts as its default (what the run used)."""
+    ``TrainConfig`` after the config was saved counts as its default (what the run used).
+    Under a time budget the length is the budget's (each run plans its own steps from its
+    measured speed), so ``total_timesteps`` is not one of them."""
     defaults = {
         f.name: f.default
         for f in dataclasses.fields(TrainConfig)
         if f.default is not dataclasses.MISSING
     }
-    return {k: v for k, v in {**defaults, **config}.items() if k not in BOOKKEEPING_FIELDS}
+    config = {**defaults, **config}
+    budgeted = config["time_budget"] is not None
+    skip = BOOKKEEPING_FIELDS | ({"total_timesteps"} if budgeted else set())
+    return {k: v for k, v in config.items() if k not in skip}
 
 
 def check_same_config(configs: list[dict], what: str) -> None:
@@ -223,7 +257,7 @@ def combine(paths: list[str], out: Path, tag: str, command: str | None = None) -
     summaries = [json.loads(Path(p).read_text()) for p in paths]
     base = summaries[0]
     check_same_config([s["config"] for s in summaries], "--combine")
-    finals = [f for s in summaries for f in s["final"]]
+    finals = [{"env_steps": s["env_steps"], **f} for s in summaries for f in s["final"]]
     seeds = [f["seed"] for f in finals]
     if len(set(seeds)) != len(seeds):
         raise ValueError(f"--combine: a seed appears twice: {seeds}")
@@ -234,7 +268,8 @@ def combine(paths: list[str], out: Path, tag: str, command: str | None = None) -
         if csv_path.exists():
             rows += read_curves(csv_path)
     summary = {
-        **base, "tag": tag, "seeds": seeds, "final": finals, **aggregate(finals),
+        **base, "tag": tag, "seeds": seeds, "final": finals, "env_steps": env_steps_of(finals),
+        **aggregate(finals),
         "combined_from": [Path(p).name for p in paths],
         "commands_combined": [s.get("command", "") for s in summaries],
     }  # fmt: skip
@@ -249,7 +284,8 @@ def from_runs(paths: list[str], out: Path, tag: str, hardware: str | None, comma
 
     Each run's final params get the protocol of the end-of-run evaluation (greedy and sampled,
     ``final_eval_episodes`` from stage 1, key ``final_eval_seed``), the random masked policy
-    the same episodes; the training time comes from the checkpoint (``train_seconds``).
+    the same episodes; the training time comes from the checkpoint (``train_seconds``), the
+    curves from the run's ``progress.csv`` where it has one.
     """
     from hackmatrix_train import checkpoint as ckpt
     from hackmatrix_train.cli import evaluate_checkpoint
@@ -257,9 +293,13 @@ def from_runs(paths: list[str], out: Path, tag: str, hardware: str | None, comma
     metas = [ckpt.load_params(p)[1] for p in paths]
     check_same_config([m["config"] for m in metas], "--from-runs")
     cfgs = [TrainConfig.from_dict(m["config"]) for m in metas]
-    steps = {m.get("env_steps") for m in metas}
-    if len(steps) != 1:
-        raise ValueError(f"--from-runs: the runs stopped at different env steps {sorted(steps)}")
+    for path, cfg, meta in zip(paths, cfgs, metas, strict=True):
+        planned = cfg.num_updates * cfg.batch_size
+        if meta.get("env_steps") != planned:
+            raise ValueError(
+                f"--from-runs: {path} stopped at {meta.get('env_steps')} of its {planned} env "
+                "steps (interrupted?); finish it with hm-train --resume"
+            )
     if len({c.seed for c in cfgs}) != len(cfgs):
         raise ValueError(f"--from-runs: a seed appears twice: {[c.seed for c in cfgs]}")
 
@@ -271,11 +311,17 @@ def from_runs(paths: list[str], out: Path, tag: str, hardware: str | None, comma
         # the schema of hm-train's eval_final.json (the run is named once, in the seed's entry)
         return {k: v for k, v in ev.items() if k not in ("checkpoint", "update", "start_stage")}
 
-    finals = []
+    finals, rows = [], []
     for path, cfg, meta in zip(paths, cfgs, metas, strict=True):
+        run_dir = Path(path) if Path(path).is_dir() else Path(path).parent
+        if (run_dir / PROGRESS_CSV).exists():
+            rows += [
+                {"tag": tag, "seed": cfg.seed, **r} for r in read_curves(run_dir / PROGRESS_CSV)
+            ]
         seconds = meta.get("train_seconds")
         res = {
             "seed": cfg.seed,
+            "env_steps": meta["env_steps"],
             "greedy": protocol(path, cfg, True),
             "sampled": protocol(path, cfg, False),
             "train_seconds": seconds,
@@ -290,19 +336,25 @@ def from_runs(paths: list[str], out: Path, tag: str, hardware: str | None, comma
         "tag": tag,
         "config": cfgs[0].to_dict(),
         "seeds": [c.seed for c in cfgs],
-        "env_steps": steps.pop(),
+        "env_steps": env_steps_of(finals),
         "command": command,
         "random": protocol(paths[0], cfgs[0], False, random=True),
         "final": finals,
         **aggregate(finals),
     }
-    write_outputs(summary, [], out, tag)
+    write_outputs(summary, rows, out, tag)
     return summary
 
 
 def main(argv=None) -> int:
     from hackmatrix_train import compile_cache
-    from hackmatrix_train.cli import build_parser, config_from_args, set_cpu_devices, warm_start
+    from hackmatrix_train.cli import (
+        build_parser,
+        config_from_args,
+        plan_time_budget,
+        set_cpu_devices,
+        warm_start,
+    )
 
     p = argparse.ArgumentParser(prog="hm-train-learn", description=__doc__)
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
@@ -396,6 +448,8 @@ def main(argv=None) -> int:
         t0 = time.perf_counter()
         trainer.compile(runner)
         print(f"seed {seed}: compile {time.perf_counter() - t0:.1f}s", flush=True)
+        if cfg.time_budget is not None:  # each seed plans its own length, as hm-train does
+            plan_time_budget(trainer, runner, time.perf_counter() - t0, print)
         update, t0 = 0, time.perf_counter()
         while update < trainer.num_updates:
             n = min(cfg.log_interval, trainer.num_updates - update)
@@ -441,6 +495,7 @@ def main(argv=None) -> int:
         params = jax.device_get(runner.params)
         res = {
             "seed": seed,
+            "env_steps": update * cfg.batch_size,
             "greedy": protocol(params, True),
             "sampled": protocol(params, False),
             "train_seconds": train_seconds,
@@ -455,11 +510,11 @@ def main(argv=None) -> int:
 
             meta = {"run_name": f"{args.tag}_seed{seed}", "env_steps": update * cfg.batch_size,
                     "num_devices": trainer.num_devices, "reason": "hm-train-learn final",
-                    "jax_version": jax.__version__}  # fmt: skip
+                    "train_seconds": train_seconds, "jax_version": jax.__version__}  # fmt: skip
             path = save_checkpoint(
                 Path(args.save_checkpoints) / f"{args.tag}_seed{seed}",
                 runner,
-                cfg.to_dict(),
+                trainer.cfg.replace(seed=seed).to_dict(),  # the length this seed trained
                 meta,
             )
             print(f"seed {seed}: checkpoint {path}", flush=True)
@@ -471,7 +526,7 @@ def main(argv=None) -> int:
         "tag": args.tag,
         "config": cfg.to_dict(),
         "seeds": args.seeds,
-        "env_steps": trainer.num_updates * cfg.batch_size,
+        "env_steps": env_steps_of(finals),
         "wall_seconds": time.perf_counter() - t_start,
         "command": command,
         "random": rand,

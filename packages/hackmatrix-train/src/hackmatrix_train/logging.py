@@ -1,4 +1,5 @@
-"""Host-side logging: console progress and wandb (offline unless an API key exists; never blocks).
+"""Host-side logging: console progress, the run's ``progress.csv``, and wandb (offline unless an
+API key exists; never blocks).
 
 wandb runs online only when an API key is visible locally (``WANDB_API_KEY`` or a netrc entry for
 api.wandb.ai), checked without any network call. Otherwise ``WANDB_MODE=offline``. Any wandb
@@ -7,12 +8,14 @@ failure (import, init timeout, log error) degrades to console-only logging with 
 
 from __future__ import annotations
 
+import csv
 import math
 import netrc
 import os
 import sys
 import time
 import warnings
+from pathlib import Path
 
 WANDB_HOST = "api.wandb.ai"
 
@@ -125,6 +128,47 @@ class WandbLogger:
         except Exception as e:
             warnings.warn(f"wandb finish failed: {e}", stacklevel=2)
         self.run = None
+
+
+PROGRESS_CSV = "progress.csv"
+
+
+class ProgressCSV:
+    """``<run_dir>/progress.csv``: the metrics of every logged chunk, one row each.
+
+    A run's curves then exist without wandb: ``hm-bench learn --from-runs`` draws them, and any
+    CSV reader plots them. Columns: ``update``, ``env_steps``, then the logged metrics by their
+    wandb names. A resumed run keeps the rows up to the update it resumes from (``--rewind``
+    goes back), so the file is always the curve of the params it ends with; a fresh run in the
+    same directory starts the file again, as its checkpoints replace the old ones.
+    """
+
+    def __init__(self, run_dir: Path, resume_update: int | None = None):
+        self.path = Path(run_dir) / PROGRESS_CSV
+        self.fields: list[str] | None = None
+        kept: list[dict] = []
+        if resume_update is not None and self.path.exists():
+            with open(self.path, newline="") as f:
+                reader = csv.DictReader(f)
+                self.fields = list(reader.fieldnames or []) or None
+                kept = [r for r in reader if int(r["update"]) <= resume_update]
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.path, "w", newline="") as f:
+            if self.fields:
+                w = csv.DictWriter(f, fieldnames=self.fields)
+                w.writeheader()
+                w.writerows(kept)
+
+    def log(self, update: int, env_steps: int, metrics: dict) -> None:
+        row = {"update": update, "env_steps": env_steps, **metrics}
+        new = self.fields is None
+        if new:
+            self.fields = list(row)
+        with open(self.path, "a", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=self.fields, restval="", extrasaction="ignore")
+            if new:
+                w.writeheader()
+            w.writerow(row)
 
 
 class Clock:
