@@ -29,15 +29,14 @@ NETWORKS = ("mlp", "grid")
 # earlier trainer); ``hm-train`` applies the preset "default", the single-run recipe of
 # specs/train.md §10: the grid encoder, a learning rate of 1e-3 annealed to 0, annealed entropy,
 # an exploration floor from the first update, a program bonus of 5 in the loss (UNDO not
-# counted) and UNDO out of the agent's mask (the game is unchanged), with a time budget of
-# 55 min in place of a fixed length: the trainer times its compiled update and plans as many
-# steps as fit (51.8-52.7M on the 2-core CPU; an explicit --total-timesteps replaces the
-# budget). It is the only recipe whose greedy policies take program blocks and
-# run programs on every seed, and at GPU scale (at a constant rate) it reaches stage 5 and
-# wins by the exit (specs/train.md §10). "depth" is the recipe without the program terms, UNDO
-# in reach, the floor from 60 % of the run and a constant rate 5e-4: as deep on the CPU budget
-# (stage 4.12 against 4.04), no programs. "programs" is "depth" with a bonus of 2 that leaves
-# UNDO out.
+# counted), UNDO out of the agent's mask (the game is unchanged) and a time budget of 55 min in
+# place of a fixed length: the trainer times its compiled update and plans as many steps as fit
+# (46-53M on the 2-core CPU; an explicit --total-timesteps replaces the budget). Over 3 seeds it
+# is the deepest CPU recipe (stage 4.77), its greedy policies win by the exit (0.5 %) and run
+# programs (1.71 per episode; one seed of three loses them). "depth" is the recipe without
+# the program terms, UNDO in reach, the floor from 60 % of the run, a constant rate 5e-4 and a
+# fixed 25M steps: at that length as deep (stage 4.12 against the default's 4.04 at 25M), no
+# programs. "programs" is "depth" with a bonus of 2 that leaves UNDO out.
 # "reference" keeps the earlier trainer's configuration reachable for comparisons.
 _DEPTH_RECIPE = {
     "network": "grid",
@@ -60,7 +59,7 @@ PRESETS: dict[str, dict] = {
         "explore_floor": 0.003,  # to the recipe's explore_floor_end, from the first update
         "explore_floor_start": 0.0,
         "disabled_programs": ("undo",),
-        # twice the fixed 25M steps on the CPU: 0.7 of a stage deeper (specs/train.md §10)
+        # about twice the fixed 25M steps on the CPU: 0.73 of a stage deeper (specs/train.md §10)
         "time_budget": 55.0,
     },
     "depth": {**_DEPTH_RECIPE, "run_suffix": "depth"},  # its runs get their own directory
