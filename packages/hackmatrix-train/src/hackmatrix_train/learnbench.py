@@ -110,7 +110,7 @@ def results_table(summary: dict, kind: str = "greedy") -> str:
     for r in finals:
         seconds = r.get("train_seconds")
         minutes = "-" if seconds is None else f"{seconds / 60:.0f}"
-        steps = f"{seed_env_steps(summary, r) / 1e6:.1f}M"
+        steps = f"{r['env_steps'] / 1e6:.1f}M"
         lines.append(
             "| " + " | ".join([str(r["seed"]), *cells(r[kind]), steps, minutes,
                                r.get("hardware", "")]) + " |"
@@ -137,12 +137,6 @@ def results_table(summary: dict, kind: str = "greedy") -> str:
         rr = cells(rand)
         lines.append("| random masked | " + " | ".join(rr) + " | | | |")
     return "\n".join(lines)
-
-
-def seed_env_steps(summary: dict, final: dict) -> int:
-    """The env steps one seed trained: its own entry's (budgeted runs differ per seed), else
-    the summary's (a summary written before the per-seed figure)."""
-    return final.get("env_steps", summary["env_steps"])
 
 
 def env_steps_of(finals: list[dict]) -> int | list[int]:
@@ -257,6 +251,7 @@ def combine(paths: list[str], out: Path, tag: str, command: str | None = None) -
     summaries = [json.loads(Path(p).read_text()) for p in paths]
     base = summaries[0]
     check_same_config([s["config"] for s in summaries], "--combine")
+    # each seed's own length; a summary written before the per-seed figure holds it once
     finals = [{"env_steps": s["env_steps"], **f} for s in summaries for f in s["final"]]
     seeds = [f["seed"] for f in finals]
     if len(set(seeds)) != len(seeds):
