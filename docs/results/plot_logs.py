@@ -60,9 +60,9 @@ DEFAULT_CPU = (  # the default on the CPU against its constant-rate form and the
     ("curves_default25m_cpu.csv", "1e-3 annealed over 25M, seed 0", 0),
     ("curves_default25m_cpu.csv", "1e-3 annealed over 25M, seed 1", 1),
     ("curves_default25m_cpu.csv", "1e-3 annealed over 25M, seed 2", 2),
-    ("curves_default.csv", "the default: 1e-3 annealed over a 55-min budget, seed 0", 0),
-    ("curves_default.csv", "the default: 1e-3 annealed over a 55-min budget, seed 1", 1),
-    ("curves_default.csv", "the default: 1e-3 annealed over a 55-min budget, seed 2", 2),
+    ("curves_default.csv", "the default: 1e-3 annealed over a 50-min budget, seed 0", 0),
+    ("curves_default.csv", "the default: 1e-3 annealed over a 50-min budget, seed 1", 1),
+    ("curves_default.csv", "the default: 1e-3 annealed over a 50-min budget, seed 2", 2),
 )
 DEFAULT_GPU = (  # the default at GPU scale against the depth recipe and the bonus-2 ablation
     ("curves_gpu_default579m_s0_h200.csv", "--preset depth, 579M (one H200)"),

@@ -304,7 +304,7 @@ def test_the_depth_and_programs_presets_are_the_recipe_without_program_terms_nor
 def test_the_default_preset_is_the_measured_flag_set():
     """The default is the command line of the runs it is documented by: the programs preset
     with a bonus of 5, the floor from the first update, UNDO out of the mask, a learning
-    rate of 1e-3 annealed to 0 and a time budget of 55 min."""
+    rate of 1e-3 annealed to 0 and a time budget of 50 min."""
     from hackmatrix_env.constants import FIRST_PROGRAM, PROGRAM_NAMES
     from hackmatrix_train.cli import build_parser, config_from_args
     from hackmatrix_train.config import disabled_actions
@@ -326,7 +326,7 @@ def test_the_default_preset_is_the_measured_flag_set():
         "1e-3",
         "--anneal-lr",
         "--time-budget",
-        "55",
+        "50",
     ]
     measured, _ = config_from_args(build_parser().parse_args(measured_flags))
     default, explicit = config_from_args(build_parser().parse_args([]))

@@ -137,7 +137,9 @@ def test_the_default_cpu_policy_takes_blocks_and_runs_other_programs(greedy_and_
     assert policy["unfinished"] == 0
 
 
-def test_the_default_budget_policy_is_the_default_as_hm_train_runs_it():
+def test_the_default_cpu_policy_is_the_default_recipe_for_55_minutes():
+    """`hm-train --time-budget 55 --seed 1`: every field of the recipe, its own budget and the
+    length its probe planned."""
     cfg = recipe_of(DEFAULT_BUDGET_POLICY, "default")
     assert cfg.num_envs == 256 and cfg.seed == 1 and cfg.time_budget == 55.0
     assert cfg.total_timesteps == 51_798_016  # the length its probe planned

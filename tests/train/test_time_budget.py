@@ -174,7 +174,7 @@ def test_the_default_is_a_budget_and_an_explicit_length_replaces_it(capsys):
     assert fixed.time_budget is None and fixed.total_timesteps == 2_000_000
     assert fixed == default.replace(time_budget=None, total_timesteps=2_000_000)
     assert "as many updates as fit" not in describe_plan(fixed)
-    assert "as many updates as fit --time-budget 55 min" in describe_plan(default)
+    assert "as many updates as fit --time-budget 50 min" in describe_plan(default)
     other_preset, _ = config_from_args(build_parser().parse_args(["--preset", "depth"]))
     assert other_preset.time_budget is None  # the other presets keep their fixed lengths
     with pytest.raises(SystemExit):
