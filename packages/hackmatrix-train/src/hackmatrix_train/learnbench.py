@@ -7,8 +7,9 @@ Each final policy then gets the evaluation protocol of ``hm-train``'s end-of-run
 ``--final-eval-episodes`` greedy episodes from stage 1 with the fixed key ``--final-eval-seed``
 (and the sampled policy on the same key), next to the uniform random masked policy. Writes
 into ``--out`` (default ``docs/results``): ``curves_<tag>.csv``, ``summary_<tag>.json``,
-``results_<tag>.md`` (the table the README shows) and ``learning_curve_<tag>.png``. ``--combine SUMMARY.json ...`` merges the summaries (and curves) of
-runs of one config made separately, e.g. one seed per machine, into the same outputs.
+``results_<tag>.md`` (the table the README shows) and ``learning_curve_<tag>.png``.
+``--combine SUMMARY.json ...`` merges the summaries (and curves) of runs of one config made
+separately, e.g. one seed per machine, into the same outputs.
 ``--from-runs RUN_DIR ...`` puts finished plain ``hm-train`` runs of one config into the same
 outputs: each run's final params get the same protocol and its ``progress.csv`` gives the
 curves, so seeds trained by the README's command make the same table and figure.
