@@ -67,6 +67,7 @@ def vector_run():
 
 def test_check_env_passes():
     with warnings.catch_warnings():
+        warnings.simplefilter("error")  # any other finding of the checker fails the test
         warnings.filterwarnings("ignore", message=".*infinity.*")  # Box(0, inf): interface §3.6
         warnings.filterwarnings("ignore", message=".*spec.*")
         check_env(HackMatrixEnv(render_mode="ansi"), skip_render_check=False)

@@ -184,7 +184,9 @@ class HackMatrixEnv(gym.Env):
         render_mode: ``"ansi"`` (``render()`` returns the board as text) or None.
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"]}
+    # render_fps: the pace a viewer replays the text frames at (gymnasium's checker asks for it;
+    # the game is turn-based, so it sets no simulation speed)
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
 
     def __init__(
         self,
