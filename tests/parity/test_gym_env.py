@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
+from hackmatrix_env.gymnasium import HackMatrixEnv
 from hackmatrix_parity import jax_side
 from hackmatrix_parity.gym_env import SwiftEnv
 
@@ -22,6 +23,10 @@ def test_gymnasium_checker(swift_bin):
         check_env(e, skip_render_check=True)
     finally:
         e.close()
+
+
+def test_metadata_matches_the_jax_env():
+    assert SwiftEnv.metadata == HackMatrixEnv.metadata
 
 
 def test_masked_random_episode(env):
