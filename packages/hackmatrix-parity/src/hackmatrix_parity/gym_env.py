@@ -21,7 +21,7 @@ from hackmatrix_parity.tensor import breakdown15, flatten_tensor, mask_from_vali
 
 
 class SwiftEnv(gym.Env):
-    # the JAX env's metadata (hackmatrix_env.gymnasium.HackMatrixEnv), checked by a test
+    # the JAX env's render metadata (hackmatrix_env.gymnasium.HackMatrixEnv), checked by a test
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
 
     def __init__(
