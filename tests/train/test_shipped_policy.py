@@ -17,6 +17,7 @@ NO_UNDO_POLICY = POLICY.parent / "noundo-h100-487m"
 DEFAULT_CPU_POLICY = POLICY.parent / "default-cpu-25m"
 DEFAULT_BUDGET_POLICY = POLICY.parent / "default-cpu-52m"
 CONSTANT_LR_GPU_POLICY = POLICY.parent / "constlr-h100-480m"
+DEFAULT_GPU_POLICY = POLICY.parent / "default-h100-579m"
 
 
 def recipe_of(policy: Path, preset: str, **but) -> TrainConfig:
@@ -183,4 +184,32 @@ def test_the_gpu_policy_plays_deep_runs_programs_and_wins_by_the_exit(greedy_and
     assert policy["distinct_programs_used"] >= 5
     assert policy["block_siphons_per_episode"] > depth["block_siphons_per_episode"]
     assert policy["win_rate_without_quirk"] >= 1 / 64
+    assert policy["stage_completions_by_undo_quirk"] == 0 and policy["unfinished"] == 0
+
+
+def test_the_default_gpu_policy_is_the_default_recipe_at_65536_envs():
+    """`hm-train --num-envs 65536 --time-budget 8.6`: every field of the default recipe (the
+    rate 1e-3 annealed to 0 included), its budget and the length its probe planned."""
+    cfg = recipe_of(DEFAULT_GPU_POLICY, "default")
+    assert cfg.num_envs == 65536 and cfg.seed == 0 and cfg.time_budget == 8.6
+    assert cfg.lr == 1e-3 and cfg.anneal_lr
+    assert cfg.total_timesteps == 578_813_952  # the length its probe planned
+
+
+def test_the_default_gpu_policy_reaches_stage_5_runs_programs_and_wins_by_the_exit(
+    greedy_and_random,
+):
+    """Its README figures are 256 episodes (stage 5.03, stage 5+ 68 %, 1.96 non-UNDO programs
+    per episode over 14 programs, 4 wins by the exit, the first in episode 87, which the
+    README's hm-watch command shows); the first 128 episodes of the same key hold two of the
+    wins."""
+    policy = evaluate_checkpoint(str(DEFAULT_GPU_POLICY), greedy=True, episodes=128, seed=0)
+    depth, random = greedy_and_random
+    assert policy["disabled_programs"] == ["undo"] and policy["program_use"]["undo"] == 0
+    assert policy["stage_mean"] >= 4.8 and policy["stage_5plus_frac"] >= 0.6
+    assert policy["return_mean"] > random["return_mean"] + 25
+    assert policy["non_undo_programs_per_episode"] >= 1.5
+    assert policy["distinct_programs_used"] >= 8
+    assert policy["block_siphons_per_episode"] > depth["block_siphons_per_episode"]
+    assert policy["win_rate_without_quirk"] >= 2 / 128
     assert policy["stage_completions_by_undo_quirk"] == 0 and policy["unfinished"] == 0
