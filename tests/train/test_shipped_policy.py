@@ -172,8 +172,8 @@ def test_the_gpu_policy_is_the_default_recipe_at_a_constant_rate_at_65536_envs()
 
 def test_the_gpu_policy_plays_deep_runs_programs_and_wins_by_the_exit(greedy_and_random):
     """Its README figures are 256 episodes (stage 4.98, stage 5+ 65 %, 2.41 non-UNDO programs
-    per episode, 15 distinct, 2 wins by the exit, the first in episode 46, which the README's
-    hm-watch command shows); the first 64 episodes of the same key must play deep, run several
+    per episode, 15 distinct, 2 wins by the exit, the first in episode 46, which
+    policies/README.md names); the first 64 episodes of the same key must play deep, run several
     programs, none of them UNDO, and hold that win, with no stage completed through the quirk."""
     policy = evaluate_checkpoint(str(CONSTANT_LR_GPU_POLICY), greedy=True, episodes=64, seed=0)
     depth, random = greedy_and_random
