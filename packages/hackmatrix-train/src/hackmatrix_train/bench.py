@@ -28,6 +28,7 @@ def bench_one(
     warmup: int = 1,
     hidden_dim: int = 256,
     update_epochs: int | None = None,
+    num_minibatches: int | None = None,
 ) -> dict:
     import jax
 
@@ -39,12 +40,19 @@ def bench_one(
     )
     if update_epochs is not None:
         cfg = cfg.replace(update_epochs=update_epochs)
-    if env_name == "probe":
-        cfg = cfg.replace(explore_floor=0.0, explore_floor_end=None)  # no siphon/program groups
+    if num_minibatches is not None:
+        cfg = cfg.replace(num_minibatches=num_minibatches)
+    if env_name == "probe":  # no siphon/program groups, no programs to own or to mask out
+        cfg = cfg.replace(
+            explore_floor=0.0, explore_floor_end=None, program_bonus=0.0, program_potential=0.0,
+            program_terms_skip_undo=False, disabled_programs=(),
+        )  # fmt: skip
     cfg = cfg.replace(total_timesteps=cfg.batch_size * (updates + 1) * 4)
     fixed = frozenset({"num_steps", "network", "hidden_dim"})
     if update_epochs is not None:
         fixed |= {"update_epochs"}
+    if num_minibatches is not None:
+        fixed |= {"num_minibatches"}
     cfg = plan(cfg, fixed, jax.device_count(), jax.default_backend())
     env = env_params = None
     if env_name == "probe":  # for machines without hackmatrix_env.HackMatrix
@@ -103,6 +111,10 @@ def main(argv=None) -> int:
         "--update-epochs", type=int, nargs="+", default=[None],
         help="PPO epochs per update (default: the preset's, auto-scaled)",
     )  # fmt: skip
+    p.add_argument(
+        "--num-minibatches", type=int, nargs="+", default=[None],
+        help="minibatches per epoch (default: the preset's, auto-scaled)",
+    )  # fmt: skip
     p.add_argument("--env", default="hackmatrix", choices=["hackmatrix", "probe"])
     p.add_argument("--warmup", type=int, default=1, help="untimed updates after compiling")
     p.add_argument("--json", default=None)
@@ -123,14 +135,17 @@ def main(argv=None) -> int:
     hdr = f"{'network':>7} {'hidden':>6} {'envs':>6} {'mb':>3} {'ep':>3} {'init s':>7} {'compile s':>9} {'steps/s':>10}"
     print(hdr)
     settings = [
-        (net, h, ep, n)
+        (net, h, ep, mb, n)
         for net in args.network
         for h in args.hidden_dim
         for ep in args.update_epochs
+        for mb in args.num_minibatches
         for n in args.num_envs
     ]
-    for net, hidden, epochs, n in settings:
-        r = bench_one(n, args.updates, net, args.num_steps, args.env, args.warmup, hidden, epochs)
+    for net, hidden, epochs, minibatches, n in settings:
+        r = bench_one(
+            n, args.updates, net, args.num_steps, args.env, args.warmup, hidden, epochs, minibatches
+        )
         rows.append(r)
         print(
             f"{net:>7} {hidden:>6} {n:>6} {r['num_minibatches']:>3} {r['update_epochs']:>3} "
