@@ -35,24 +35,19 @@ def bench_one(
     from hackmatrix_train.config import DEFAULT_PRESET, TrainConfig, apply_preset, plan
     from hackmatrix_train.loop import make_train
 
+    # the batch shape asked for; what is left unset stays the preset's, auto-scaled by plan()
+    shape = {"update_epochs": update_epochs, "num_minibatches": num_minibatches}
+    shape = {k: v for k, v in shape.items() if v is not None}
     cfg = apply_preset(TrainConfig(), DEFAULT_PRESET).replace(
-        num_envs=num_envs, num_steps=num_steps, network=network, hidden_dim=hidden_dim
+        num_envs=num_envs, num_steps=num_steps, network=network, hidden_dim=hidden_dim, **shape
     )
-    if update_epochs is not None:
-        cfg = cfg.replace(update_epochs=update_epochs)
-    if num_minibatches is not None:
-        cfg = cfg.replace(num_minibatches=num_minibatches)
     if env_name == "probe":  # no siphon/program groups, no programs to own or to mask out
         cfg = cfg.replace(
             explore_floor=0.0, explore_floor_end=None, program_bonus=0.0, program_potential=0.0,
             program_terms_skip_undo=False, disabled_programs=(),
         )  # fmt: skip
     cfg = cfg.replace(total_timesteps=cfg.batch_size * (updates + 1) * 4)
-    fixed = frozenset({"num_steps", "network", "hidden_dim"})
-    if update_epochs is not None:
-        fixed |= {"update_epochs"}
-    if num_minibatches is not None:
-        fixed |= {"num_minibatches"}
+    fixed = frozenset({"num_steps", "network", "hidden_dim", *shape})
     cfg = plan(cfg, fixed, jax.device_count(), jax.default_backend())
     env = env_params = None
     if env_name == "probe":  # for machines without hackmatrix_env.HackMatrix
