@@ -63,6 +63,21 @@ def test_hm_train_tiny_on_hackmatrix(tmp_path):
     drawn = read_curves(tmp_path / "bench" / "curves_tiny.csv")
     assert [(r["seed"], r["update"]) for r in drawn] == [(0, 1), (0, 2)]
     assert (tmp_path / "bench" / "learning_curve_tiny.png").stat().st_size > 0
+    # a run saved without its own evaluation (--final-eval-episodes 0) gets the protocol's
+    # episode count, here shrunk to this run's 6: the same evaluation as hm-train's own
+    import hackmatrix_train.learnbench as learnbench
+
+    sidecar = json.loads((run_dir / "params.json").read_text())
+    sidecar["config"]["final_eval_episodes"] = 0
+    skipped = tmp_path / "skipped"
+    skipped.mkdir()
+    (skipped / "params.msgpack").write_bytes((run_dir / "params.msgpack").read_bytes())
+    (skipped / "params.json").write_text(json.dumps(sidecar))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(learnbench, "PROTOCOL_EPISODES", 6)
+        later = from_runs([str(skipped)], tmp_path / "bench", "skipped", None, "cmd")
+    assert later["final"][0]["greedy"] == final and later["config"]["final_eval_episodes"] == 6
+    assert "6 greedy episodes" in (tmp_path / "bench" / "results_skipped.md").read_text()
     # a run that stopped short of its planned length (interrupted) is refused, not averaged in
     sidecar = json.loads((run_dir / "params.json").read_text())
     sidecar["config"]["total_timesteps"] = 1024

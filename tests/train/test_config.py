@@ -190,6 +190,8 @@ def test_plan_minibatch_near_target(envs, steps, devices):
         ({"total_timesteps": 10}, "smaller than one batch"),
         ({"network": "cnn"}, "--network"),
         ({"num_envs": 0}, "--num-envs"),
+        ({"vf_clip_eps": -0.1}, "--vf-clip-eps"),
+        ({"vf_clip_eps": float("nan")}, "--vf-clip-eps"),
     ],
 )
 def test_validate_errors(kw, msg):
@@ -268,6 +270,10 @@ def test_explicit_flags_override_the_preset():
     off, _ = config_from_args(build_parser().parse_args(["--explore-floor", "0"]))
     assert off.explore_floor == 0 and off.explore_floor_end is None
     validate(off)
+    unclipped, _ = config_from_args(build_parser().parse_args(["--vf-clip-eps", "0"]))
+    assert unclipped.vf_clip_eps == 0.0 and unclipped.clip_eps == 0.2
+    validate(unclipped)
+    assert config_from_args(build_parser().parse_args([]))[0].vf_clip_eps is None
 
 
 def test_the_depth_and_programs_presets_are_the_recipe_without_program_terms_nor_annealed_rate():

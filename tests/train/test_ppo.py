@@ -5,11 +5,12 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 import pytest
 from hackmatrix_train.config import TrainConfig
 from hackmatrix_train.loop import make_train
 from hackmatrix_train.network import masked_categorical
-from hackmatrix_train.ppo import compute_gae, ppo_loss
+from hackmatrix_train.ppo import compute_gae, ppo_loss, value_loss
 from hackmatrix_train.rollout import Transition, collect_rollout
 from train.train_probes import (
     ACTION_DEPENDENT,
@@ -133,7 +134,6 @@ def test_masked_actions_are_never_sampled(untrained_rollout):
 
 def test_grad_norm_metric_is_the_norm_before_clipping(suite_trained, untrained_rollout):
     """``grad_norm`` is the loss gradient's global norm before ``--max-grad-norm`` clips it."""
-    import optax
     from hackmatrix_train.ppo import make_optimizer, minibatch_step
 
     trainer, traj = suite_trained[0], untrained_rollout[0]
@@ -151,6 +151,60 @@ def test_grad_norm_metric_is_the_norm_before_clipping(suite_trained, untrained_r
     expected = float(optax.global_norm(grads))
     assert expected > 100 * cfg.max_grad_norm
     assert float(aux["grad_norm"]) == pytest.approx(expected, rel=1e-5)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_value_loss_clip_bounds_each_step_and_zero_turns_it_off(seed):
+    """Random values: the clipped loss is never below the plain one, equals it for a range no
+    value reaches, and its gradient vanishes exactly where the value left the range on the far
+    side from its target; ``vf_clip_eps == 0`` is the plain squared error."""
+    rng = np.random.default_rng(seed)
+    old, value, target = (jnp.asarray(rng.normal(0, 5, 64), jnp.float32) for _ in range(3))
+    plain = 0.5 * ((value - target) ** 2).mean()
+    assert float(value_loss(value, old, target, 0.0)) == pytest.approx(float(plain), rel=1e-6)
+    assert float(value_loss(value, old, target, 1e6)) == pytest.approx(float(plain), rel=1e-6)
+    eps = 0.2
+    assert float(value_loss(value, old, target, eps)) >= float(plain) - 1e-6
+    grad = jax.grad(lambda v: value_loss(v, old, target, eps))(value)
+    clipped = jnp.clip(value, old - eps, old + eps)
+    frozen = (jnp.abs(value - old) > eps) & ((clipped - target) ** 2 > (value - target) ** 2)
+    assert frozen.any() and (~frozen).any()
+    assert np.all(np.asarray(grad)[np.asarray(frozen)] == 0.0)
+    free = np.asarray(~frozen)
+    np.testing.assert_allclose(
+        np.asarray(grad)[free], np.asarray((value - target) / value.shape[0])[free], rtol=1e-5
+    )
+    grad_off = jax.grad(lambda v: value_loss(v, old, target, 0.0))(value)
+    np.testing.assert_allclose(grad_off, (value - target) / value.shape[0], rtol=1e-5)
+
+
+def test_ppo_loss_value_clip_defaults_to_the_policy_clip(suite_trained, untrained_rollout):
+    """``vf_clip_eps=None`` is the policy's ``clip_eps`` (the default's behaviour unchanged);
+    0 drops the value clip: with rollout values 1 below the current ones and targets 10 above,
+    the clipped value term is frozen (no gradient) and the unclipped one is not."""
+    trainer, traj = suite_trained[0], untrained_rollout[0]
+    params = trainer.init().params
+    flat = jax.tree.map(lambda x: x.reshape((-1, *x.shape[2:])), traj)
+    _, current = trainer.network.apply(params, flat.obs)
+    flat = flat._replace(value=current - 1.0)
+    adv = jnp.linspace(-1.0, 1.0, flat.reward.shape[0])
+    targets = current + 10.0
+
+    def value_term(p, **kw):
+        loss = ppo_loss(p, trainer.network.apply, flat, adv, targets, 0.2, 1.0, 0.0, **kw)
+        return loss[1]["vf_loss"]
+
+    default, explicit, off = (
+        value_term(params),
+        value_term(params, vf_clip_eps=0.2),
+        value_term(params, vf_clip_eps=0.0),
+    )
+    assert float(default) == float(explicit)
+    assert float(default) == pytest.approx(0.5 * 10.8**2, rel=1e-4)  # held at old + 0.2
+    assert float(off) == pytest.approx(0.5 * 10.0**2, rel=1e-4)
+    frozen = jax.grad(lambda p: value_term(p))(params)
+    free = jax.grad(lambda p: value_term(p, vf_clip_eps=0.0))(params)
+    assert float(optax.global_norm(frozen)) == 0.0 and float(optax.global_norm(free)) > 0.0
 
 
 def test_importance_ratio_is_exactly_one_at_rollout_params(untrained_rollout):

@@ -92,6 +92,13 @@ def build_parser() -> argparse.ArgumentParser:
     add("--num-minibatches")
     add("--update-epochs")
     add("--clip-eps")
+    add(
+        "--vf-clip-eps",
+        type=float,
+        default_text="--clip-eps",
+        help="clip range of the value loss around the rollout's value, in return units "
+        "(0: no value clipping)",
+    )
     add("--vf-coef")
     add("--ent-coef", help="entropy coefficient (start value when annealed)")
     add("--ent-coef-end", type=float, help="anneal the entropy coefficient linearly to this")

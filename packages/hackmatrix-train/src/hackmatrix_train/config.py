@@ -121,6 +121,9 @@ class TrainConfig:
     num_minibatches: int = 4
     update_epochs: int = 4
     clip_eps: float = 0.2
+    # the value loss's clip range around the rollout's value, in return units: None = the
+    # policy's clip_eps (the PPO2 convention), 0 = no value clipping (ppo.value_loss)
+    vf_clip_eps: float | None = None
     vf_coef: float = 0.5
     ent_coef: float = 0.15
     ent_coef_end: float | None = None  # None: constant; else linear from ent_coef to this
@@ -272,6 +275,12 @@ def validate(cfg: TrainConfig, num_devices: int = 1) -> None:
         raise ValueError("--gamma and --gae-lambda must lie in [0, 1]")
     if cfg.lr <= 0 or cfg.clip_eps <= 0 or cfg.max_grad_norm <= 0:
         raise ValueError("--lr, --clip-eps and --max-grad-norm must be > 0")
+    if cfg.vf_clip_eps is not None and not (
+        math.isfinite(cfg.vf_clip_eps) and cfg.vf_clip_eps >= 0
+    ):
+        raise ValueError(
+            f"--vf-clip-eps must be >= 0 (0: no value clipping), got {cfg.vf_clip_eps}"
+        )
     for name in ("explore_floor", "explore_floor_end"):
         value = getattr(cfg, name)
         if value is not None and not 0.0 <= value < 1.0:

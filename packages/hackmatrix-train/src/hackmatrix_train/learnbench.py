@@ -213,6 +213,9 @@ def read_curves(path: Path) -> list[dict]:
     return rows
 
 
+# The evaluation protocol's episodes for a run saved without its own (--final-eval-episodes 0)
+PROTOCOL_EPISODES = TrainConfig.final_eval_episodes
+
 # Runs whose configs differ only in these fields are runs of one config (other seeds).
 BOOKKEEPING_FIELDS = RUN_BOOKKEEPING | {"seed", "notes", "run_name"}
 
@@ -288,7 +291,12 @@ def from_runs(paths: list[str], out: Path, tag: str, hardware: str | None, comma
 
     metas = [ckpt.load_params(p)[1] for p in paths]
     check_same_config([m["config"] for m in metas], "--from-runs")
-    cfgs = [TrainConfig.from_dict(m["config"]) for m in metas]
+    # a run that skipped its own evaluation (--final-eval-episodes 0, e.g. on a GPU machine
+    # with a per-command time limit) gets the protocol's episode count
+    cfgs = [
+        dataclasses.replace(c, final_eval_episodes=c.final_eval_episodes or PROTOCOL_EPISODES)
+        for c in (TrainConfig.from_dict(m["config"]) for m in metas)
+    ]
     for path, cfg, meta in zip(paths, cfgs, metas, strict=True):
         planned = cfg.num_updates * cfg.batch_size
         if meta.get("env_steps") != planned:

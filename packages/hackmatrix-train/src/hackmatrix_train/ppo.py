@@ -84,12 +84,28 @@ def normalize_advantages(adv: jax.Array, axis_name=None) -> jax.Array:
     return (adv - mean) / (jnp.sqrt(var) + 1e-8)
 
 
+def value_loss(value, old_value, targets, vf_clip_eps: float) -> jax.Array:
+    """Half the squared error of the value against its targets, PPO2-clipped unless 0.
+
+    The clipped form takes the larger of the plain error and the error of the value held
+    within ``vf_clip_eps`` of the rollout's ``old_value``, so one update moves a value at most
+    that far toward its target. The range is in return units: with the policy's 0.2 and
+    returns of tens of points, a value learns slowly; ``vf_clip_eps == 0`` (a static choice)
+    drops the clip.
+    """
+    if vf_clip_eps == 0:
+        return 0.5 * ((value - targets) ** 2).mean()
+    v_clipped = old_value + jnp.clip(value - old_value, -vf_clip_eps, vf_clip_eps)
+    return 0.5 * jnp.maximum((value - targets) ** 2, (v_clipped - targets) ** 2).mean()
+
+
 def ppo_loss(
     params, apply_fn, batch: Transition, adv, targets, clip_eps, vf_coef, ent_coef,
-    explore_floor=None, explore_coef=0.0, axis_name=None,
+    explore_floor=None, explore_coef=0.0, axis_name=None, vf_clip_eps=None,
 ):  # fmt: skip
     """Clipped PPO objective with clipped value loss and entropy over valid actions.
 
+    ``vf_clip_eps`` is the value loss's clip range (None: ``clip_eps``; 0: unclipped).
     ``explore_floor`` (None = off, a static choice) adds ``explore_coef * floor_penalty``.
     Every term is a mean over the minibatch, so under ``shard_map`` the mean of the devices'
     gradients is the gradient of the whole minibatch.
@@ -103,8 +119,8 @@ def ppo_loss(
     pg_loss = -jnp.minimum(
         ratio * adv_n, jnp.clip(ratio, 1 - clip_eps, 1 + clip_eps) * adv_n
     ).mean()
-    v_clipped = batch.value + jnp.clip(value - batch.value, -clip_eps, clip_eps)
-    vf_loss = 0.5 * jnp.maximum((value - targets) ** 2, (v_clipped - targets) ** 2).mean()
+    vf_clip = clip_eps if vf_clip_eps is None else vf_clip_eps
+    vf_loss = value_loss(value, batch.value, targets, vf_clip)
     entropy = pi.entropy().mean()
     total = pg_loss + vf_coef * vf_loss - ent_coef * entropy
     floor_loss = jnp.float32(0.0)
@@ -260,7 +276,7 @@ def minibatch_step(
     t, a, tg = mb
     grads, aux = jax.grad(ppo_loss, has_aux=True)(
         params, apply_fn, t, a, tg, cfg.clip_eps, cfg.vf_coef, ent_coef,
-        floor, floor_weight if floor is not None else 0.0, axis_name,
+        floor, floor_weight if floor is not None else 0.0, axis_name, cfg.vf_clip_eps,
     )  # fmt: skip
     grads = _pmean(grads, axis_name)
     # before clipping: above --max-grad-norm, the clip scales every term's step down together
