@@ -69,6 +69,7 @@ DEFAULT_GPU = (  # the default at GPU scale against its constant-rate form and o
     ("curves_gpu_noundo487m_s0_h100.csv", "early floor + bonus 2, no UNDO, 487M (one H100)"),
     ("curves_gpu_default480m_s0_h100.csv", "default at a constant rate 5e-4, 480M (one H100)"),
     ("curves_gpu_annealed579m_s0_h100.csv", "the default: 1e-3 annealed, 579M (one H100)"),
+    ("curves_gpu_default507m_s1_h100.csv", "the default, seed 1: 507M (one H100)", 1),
 )
 
 
@@ -138,7 +139,7 @@ def figures() -> None:
           "The default on the 2-core CPU against 25M steps and other recipes: training curves",
           False)  # fmt: skip
     _plot(DEFAULT_GPU, (stage, siphons, programs), HERE / "learning_curve_gpu_default.png",
-          "The default at GPU scale (65,536 envs, seed 0): training curves", False)  # fmt: skip
+          "The default at GPU scale (65,536 envs, seeds 0 and 1): training curves", False)  # fmt: skip
 
 
 if __name__ == "__main__":
