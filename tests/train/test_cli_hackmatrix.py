@@ -11,6 +11,16 @@ from hackmatrix_train.checkpoint import list_checkpoints
 from hackmatrix_train.cli import build_parser, config_from_args, run
 
 
+def _copy_run(run_dir, dest, **config):
+    """A copy of a finished run's params export with these config fields changed."""
+    sidecar = json.loads((run_dir / "params.json").read_text())
+    sidecar["config"].update(config)
+    dest.mkdir()
+    (dest / "params.msgpack").write_bytes((run_dir / "params.msgpack").read_bytes())
+    (dest / "params.json").write_text(json.dumps(sidecar))
+    return dest
+
+
 @pytest.mark.slow  # dominated by compiling the env step (see specs/train.md §9)
 def test_hm_train_tiny_on_hackmatrix(tmp_path):
     argv = (
@@ -67,24 +77,14 @@ def test_hm_train_tiny_on_hackmatrix(tmp_path):
     # episode count, here shrunk to this run's 6: the same evaluation as hm-train's own
     import hackmatrix_train.learnbench as learnbench
 
-    sidecar = json.loads((run_dir / "params.json").read_text())
-    sidecar["config"]["final_eval_episodes"] = 0
-    skipped = tmp_path / "skipped"
-    skipped.mkdir()
-    (skipped / "params.msgpack").write_bytes((run_dir / "params.msgpack").read_bytes())
-    (skipped / "params.json").write_text(json.dumps(sidecar))
+    skipped = _copy_run(run_dir, tmp_path / "skipped", final_eval_episodes=0)
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(learnbench, "PROTOCOL_EPISODES", 6)
         later = from_runs([str(skipped)], tmp_path / "bench", "skipped", None, "cmd")
     assert later["final"][0]["greedy"] == final and later["config"]["final_eval_episodes"] == 6
     assert "6 greedy episodes" in (tmp_path / "bench" / "results_skipped.md").read_text()
     # a run that stopped short of its planned length (interrupted) is refused, not averaged in
-    sidecar = json.loads((run_dir / "params.json").read_text())
-    sidecar["config"]["total_timesteps"] = 1024
-    short = tmp_path / "short"
-    short.mkdir()
-    (short / "params.msgpack").write_bytes((run_dir / "params.msgpack").read_bytes())
-    (short / "params.json").write_text(json.dumps(sidecar))
+    short = _copy_run(run_dir, tmp_path / "short", total_timesteps=1024)
     with pytest.raises(ValueError, match="stopped at 512 of its 1024 env steps"):
         from_runs([str(short)], tmp_path / "bench", "short", None, "cmd")
 
