@@ -291,6 +291,7 @@ def test_the_depth_and_programs_presets_are_the_recipe_without_program_terms_nor
         disabled_programs=(),
         lr=5e-4,
         anneal_lr=False,
+        vf_coef=0.5,  # the plain PPO weight
         time_budget=None,  # a fixed 25M steps
         run_suffix="depth",
     )
@@ -310,7 +311,7 @@ def test_the_depth_and_programs_presets_are_the_recipe_without_program_terms_nor
 def test_the_default_preset_is_the_measured_flag_set():
     """The default is the command line of the runs it is documented by: the programs preset
     with a bonus of 5, the floor from the first update, UNDO out of the mask, a learning
-    rate of 1e-3 annealed to 0 and a time budget of 50 min."""
+    rate of 1e-3 annealed to 0, half the value weight and a time budget of 50 min."""
     from hackmatrix_env.constants import FIRST_PROGRAM, PROGRAM_NAMES
     from hackmatrix_train.cli import build_parser, config_from_args
     from hackmatrix_train.config import disabled_actions
@@ -331,6 +332,8 @@ def test_the_default_preset_is_the_measured_flag_set():
         "--lr",
         "1e-3",
         "--anneal-lr",
+        "--vf-coef",
+        "0.25",
         "--time-budget",
         "50",
     ]

@@ -178,6 +178,25 @@ def test_combine_takes_budgeted_seeds_of_other_lengths_as_one_config(tmp_path):
         combine([paths[0], str(tmp_path / "other.json")], tmp_path / "o", "x")
 
 
+def test_runs_of_other_explicit_lengths_are_one_config_only_when_asked(monkeypatch, tmp_path):
+    """Fixed-length runs of other lengths are other configs, unless ``--lengths-may-differ``
+    says each was given its own length; every other learning field must still agree."""
+    from hackmatrix_train import learnbench
+
+    short, long = (_summary(s, 1.0, total_timesteps=n)["config"] for s, n in ((0, 10), (1, 20)))
+    with pytest.raises(ValueError, match="differ in \\['total_timesteps'\\]"):
+        learnbench.check_same_config([short, long], "--from-runs")
+    learnbench.check_same_config([short, long], "--from-runs", lengths_may_differ=True)
+    other_rate = {**long, "lr": 1e-3}
+    with pytest.raises(ValueError, match="differ in \\['lr'\\]"):
+        learnbench.check_same_config([short, other_rate], "--from-runs", lengths_may_differ=True)
+    seen = []
+    monkeypatch.setattr(learnbench, "from_runs", lambda *args: seen.append(args[-1]))
+    for flag, expected in (([], False), (["--lengths-may-differ"], True)):
+        assert learnbench.main(["--from-runs", "a", "--out", str(tmp_path), *flag]) == 0
+        assert seen.pop() is expected
+
+
 def test_the_table_gives_one_length_for_equal_seeds(tmp_path):
     import json
 

@@ -12,7 +12,8 @@ into ``--out`` (default ``docs/results``): ``curves_<tag>.csv``, ``summary_<tag>
 separately, e.g. one seed per machine, into the same outputs.
 ``--from-runs RUN_DIR ...`` puts finished plain ``hm-train`` runs of one config into the same
 outputs: each run's final params get the same protocol and its ``progress.csv`` gives the
-curves, so seeds trained by the README's command make the same table and figure.
+curves, so seeds trained by the README's command make the same table and figure
+(``--lengths-may-differ`` admits runs given lengths of their own).
 """
 
 from __future__ import annotations
@@ -236,11 +237,17 @@ def _learning_fields(config: dict) -> dict:
     return {k: v for k, v in config.items() if k not in skip}
 
 
-def check_same_config(configs: list[dict], what: str) -> None:
-    """Raise ``ValueError`` naming the fields where the configs differ (bookkeeping aside)."""
-    base = _learning_fields(configs[0])
+def check_same_config(configs: list[dict], what: str, lengths_may_differ: bool = False) -> None:
+    """Raise ``ValueError`` naming the fields where the configs differ (bookkeeping aside, and
+    ``total_timesteps`` too where ``lengths_may_differ``: runs each given its own length)."""
+    skip = {"total_timesteps"} if lengths_may_differ else set()
+
+    def fields(config: dict) -> dict:
+        return {k: v for k, v in _learning_fields(config).items() if k not in skip}
+
+    base = fields(configs[0])
     for other in configs[1:]:
-        a = _learning_fields(other)
+        a = fields(other)
         if a != base:
             diff = sorted(k for k in a.keys() | base.keys() if a.get(k) != base.get(k))
             raise ValueError(f"{what}: the runs' configs differ in {diff}")
@@ -278,8 +285,15 @@ def combine(paths: list[str], out: Path, tag: str, command: str | None = None) -
     return summary
 
 
-def from_runs(paths: list[str], out: Path, tag: str, hardware: str | None, command: str) -> dict:
+def from_runs(
+    paths: list[str], out: Path, tag: str, hardware: str | None, command: str,
+    lengths_may_differ: bool = False,
+) -> dict:  # fmt: skip
     """The benchmark's outputs for finished ``hm-train`` runs of one config (one seed each).
+
+    ``lengths_may_differ`` admits runs given different explicit ``--total-timesteps`` (e.g. each
+    seed paired with the length another recipe's time budget planned on it); the results page
+    then lists each seed's length, as it does for budgeted runs.
 
     Each run's final params get the protocol of the end-of-run evaluation (greedy and sampled,
     ``final_eval_episodes`` from stage 1, key ``final_eval_seed``), the random masked policy
@@ -290,7 +304,7 @@ def from_runs(paths: list[str], out: Path, tag: str, hardware: str | None, comma
     from hackmatrix_train.cli import evaluate_checkpoint
 
     metas = [ckpt.load_params(p)[1] for p in paths]
-    check_same_config([m["config"] for m in metas], "--from-runs")
+    check_same_config([m["config"] for m in metas], "--from-runs", lengths_may_differ)
     # a run that skipped its own evaluation (--final-eval-episodes 0, e.g. on a GPU machine
     # with a per-command time limit) gets the protocol's episode count
     cfgs = [
@@ -386,13 +400,21 @@ def main(argv=None) -> int:
         help="evaluate these finished hm-train runs (one config, one seed each) instead of "
         "training",
     )  # fmt: skip
+    p.add_argument(
+        "--lengths-may-differ", action="store_true",
+        help="with --from-runs: admit runs of different --total-timesteps (each seed's length "
+        "is listed)",
+    )  # fmt: skip
     args, rest = p.parse_known_args(argv)
     command = "uv run hm-bench learn " + shlex.join(sys.argv[1:] if argv is None else argv)
     if args.from_runs:
         from hackmatrix_train.checkpoint import CheckpointError
 
         try:
-            from_runs(args.from_runs, Path(args.out), args.tag, args.hardware, command)
+            from_runs(
+                args.from_runs, Path(args.out), args.tag, args.hardware, command,
+                args.lengths_may_differ,
+            )  # fmt: skip
         except (ValueError, OSError, KeyError, CheckpointError) as e:
             p.error(str(e))
         print(f"wrote {args.out}/results_{args.tag}.md, summary_{args.tag}.json")
