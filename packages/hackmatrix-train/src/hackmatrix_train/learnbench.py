@@ -221,7 +221,7 @@ PROTOCOL_EPISODES = TrainConfig.final_eval_episodes
 BOOKKEEPING_FIELDS = RUN_BOOKKEEPING | {"seed", "notes", "run_name"}
 
 
-def _learning_fields(config: dict) -> dict:
+def _learning_fields(config: dict, lengths_may_differ: bool = False) -> dict:
     """The fields of a saved config that change what a run learns; a field added to
     ``TrainConfig`` after the config was saved counts as its default (what the run used).
     Under a time budget the length is the budget's (each run plans its own steps from its
@@ -233,21 +233,16 @@ def _learning_fields(config: dict) -> dict:
     }
     config = {**defaults, **config}
     budgeted = config["time_budget"] is not None
-    skip = BOOKKEEPING_FIELDS | ({"total_timesteps"} if budgeted else set())
+    skip = BOOKKEEPING_FIELDS | ({"total_timesteps"} if budgeted or lengths_may_differ else set())
     return {k: v for k, v in config.items() if k not in skip}
 
 
 def check_same_config(configs: list[dict], what: str, lengths_may_differ: bool = False) -> None:
     """Raise ``ValueError`` naming the fields where the configs differ (bookkeeping aside, and
     ``total_timesteps`` too where ``lengths_may_differ``: runs each given its own length)."""
-    skip = {"total_timesteps"} if lengths_may_differ else set()
-
-    def fields(config: dict) -> dict:
-        return {k: v for k, v in _learning_fields(config).items() if k not in skip}
-
-    base = fields(configs[0])
+    base = _learning_fields(configs[0], lengths_may_differ)
     for other in configs[1:]:
-        a = fields(other)
+        a = _learning_fields(other, lengths_may_differ)
         if a != base:
             diff = sorted(k for k in a.keys() | base.keys() if a.get(k) != base.get(k))
             raise ValueError(f"{what}: the runs' configs differ in {diff}")
