@@ -311,7 +311,7 @@ def test_the_depth_and_programs_presets_are_the_recipe_without_program_terms_nor
 def test_the_default_preset_is_the_measured_flag_set():
     """The default is the command line of the runs it is documented by: the programs preset
     with a bonus of 5, the floor from the first update, UNDO out of the mask, a learning
-    rate of 1e-3 annealed to 0, half the value weight and a time budget of 50 min."""
+    rate of 1e-3 annealed to 0, a quarter of the value weight and a time budget of 50 min."""
     from hackmatrix_env.constants import FIRST_PROGRAM, PROGRAM_NAMES
     from hackmatrix_train.cli import build_parser, config_from_args
     from hackmatrix_train.config import disabled_actions
@@ -333,7 +333,7 @@ def test_the_default_preset_is_the_measured_flag_set():
         "1e-3",
         "--anneal-lr",
         "--vf-coef",
-        "0.25",
+        "0.125",
         "--time-budget",
         "50",
     ]

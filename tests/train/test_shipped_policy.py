@@ -20,8 +20,10 @@ CONSTANT_LR_GPU_POLICY = POLICY.parent / "constlr-h100-480m"
 DEFAULT_GPU_POLICY = POLICY.parent / "default-h100-579m"
 DEFAULT_GPU_POLICY_SEED1 = POLICY.parent / "default-h100-507m-s1"
 DEFAULT_HALF_VALUE_POLICY = POLICY.parent / "default-cpu-42m-s1"
-# the value weight of the default before it was halved: the policies trained before then
+DEFAULT_POLICY = POLICY.parent / "default-cpu-42m-s1-vf0125"
+# the value weights the default had before its quarter: the policies trained with them
 FORMER_VF_COEF = {"vf_coef": 0.5}
+HALF_VF_COEF = {"vf_coef": 0.25}
 
 
 def recipe_of(policy: Path, preset: str, **but) -> TrainConfig:
@@ -243,12 +245,12 @@ def test_the_second_default_gpu_seed_is_the_default_recipe_and_plays_deep_with_p
 def test_the_default_cpu_policy_with_half_the_value_weight_plays_deeper_with_more_programs(
     greedy_and_random,
 ):
-    """`hm-train --seed 1 --total-timesteps 42262528` (the default, for the length its former
-    50-min budget planned on seed 1): every field of the recipe; its README figures are 256
-    episodes (stage 4.88, stage 5+ 58 %, 3.83 non-UNDO programs per episode over 14 programs,
-    4 wins by the exit); the first 64 of the same key reach stage 5.06 with 3.86 programs per
-    episode over 11 programs."""
-    cfg = recipe_of(DEFAULT_HALF_VALUE_POLICY, "default")
+    """`hm-train --vf-coef 0.25 --seed 1 --total-timesteps 42262528` (the default when its
+    value weight was 0.25, for the length its former 50-min budget planned on seed 1): every
+    field of that recipe; its figures are 256 episodes (stage 4.88, stage 5+ 58 %, 3.83
+    non-UNDO programs per episode over 14 programs, 4 wins by the exit); the first 64 of the
+    same key reach stage 5.06 with 3.86 programs per episode over 11 programs."""
+    cfg = recipe_of(DEFAULT_HALF_VALUE_POLICY, "default", **HALF_VF_COEF)
     assert cfg.num_envs == 256 and cfg.seed == 1 and cfg.vf_coef == 0.25
     assert cfg.total_timesteps == 42_262_528 and cfg.time_budget is None
     policy = evaluate_checkpoint(str(DEFAULT_HALF_VALUE_POLICY), greedy=True, episodes=64, seed=0)
