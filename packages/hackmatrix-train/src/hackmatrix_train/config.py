@@ -36,7 +36,8 @@ NETWORKS = ("mlp", "grid")
 # stage 5.01 (stage 5+ in 61 %), win by the exit (2.7 %) and run programs (3.65 per episode).
 # "depth" is the recipe without the program terms, UNDO in reach, the floor from 60 % of the
 # run, a constant rate 5e-4, the value weight 0.5 and a fixed 25M steps: at that length as deep
-# as the default was with the value weight 0.5 (stage 4.12 against 4.04 at 25M), no programs. "programs" is "depth" with a bonus of 2 that leaves UNDO out.
+# as the default was with the value weight 0.5 (stage 4.12 against 4.04 at 25M), no programs.
+# "programs" is "depth" with a bonus of 2 that leaves UNDO out.
 # "reference" keeps the earlier trainer's configuration reachable for comparisons.
 _DEPTH_RECIPE = {
     "network": "grid",
