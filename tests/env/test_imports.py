@@ -28,6 +28,7 @@ LAYER = {
     "stage": 4,
     "reward": 4,
     "observation": 4,
+    "hidden": 4,  # the hidden parts of a state re-drawn, for planners (interface §3.5)
     "game": 5,
     "transition": 5.5,  # one env-state transition (game step + UNDO ring), for env and jumanji
     "env": 6,

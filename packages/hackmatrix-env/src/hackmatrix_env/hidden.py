@@ -1,0 +1,189 @@
+"""What the player cannot see, re-drawn: ``resample_hidden(key, state)`` (interface §3.5), layer 4.
+
+A planner that searches from the true state peeks at information the observation withholds.
+``resample_hidden`` returns a state that agrees with ``state`` on everything the player has
+observed, with every hidden part re-drawn from the game's own generating distributions, so a
+search from it is earned by the player's information (a *determinization*). What is hidden, and
+how it is re-drawn:
+
+* **Question blocks** (unsiphoned; interface §3.5.3): points, program and spawn count. Re-drawn
+  as stage generation draws a block's content (rules §10.2 G4): data or program with a fair
+  coin; data points uniform 1..9 with spawn = points; a program uniform over those not shown on
+  another program block of the board (programs are distinct within a stage), distinct among the
+  re-drawn blocks, with spawn = its spawn cost.
+* **Resources under unsiphoned blocks** (interface §3.5.4): generation never puts any there
+  (rules §10.2 G5), so they are set to none.
+* **Transmission kinds**: the tensor never shows them (SHOW adds them to the JSON only). Re-drawn
+  uniform over the 4 kinds, as the standard placement draws them (rules §8).
+* **Invisible cryptogs** (interface §3.5.1): off the player's row and column with SHOW off.
+  Each is moved to a uniformly random cell that keeps it invisible: off the player's lines,
+  not a block, not the player's cell, no other enemy or transmission on it. (One that shares
+  its cell with another enemy stays: it hides that enemy from the observation.)
+
+What the player knows from the observations it has seen is kept: how many cryptogs are
+alive (a hatching transmission that shows no enemy is one), their hp, the list order, the
+turn counters and the task schedule (deterministic given the history). The UNDO ring's
+snapshots get the same treatment (a snapshot is a past state: its hidden parts are hidden
+too), with the same per-cell question-block draws. The result never depends on a hidden
+field of ``state``: two states that differ only there give the same output for the same key
+(``tests/env/test_hidden.py`` checks this and the distributions).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from hackmatrix_env.board import cell_map, enemy_occupancy_map, transmission_map
+from hackmatrix_env.constants import (
+    DATA_POINTS_MAX,
+    GRID_SIZE,
+    NUM_ENEMY_KINDS,
+    NUM_PROGRAMS,
+    PROGRAM_SPAWN,
+    BlockKind,
+    Content,
+    EnemyKind,
+    Resource,
+)
+from hackmatrix_env.types import EnvState, Grid
+
+_CELLS = GRID_SIZE * GRID_SIZE
+
+
+def hidden_question_map(grid: Grid) -> jax.Array:
+    """bool[6,6]: unsiphoned question blocks, whose content the player cannot see."""
+    return (grid.content == Content.BLOCK) & grid.block_question & ~grid.siphoned
+
+
+def redraw_question_blocks(key: jax.Array, grid: Grid) -> Grid:
+    """``grid`` with every hidden question block's content re-drawn (rules §10.2 G4).
+
+    The draws are made for all 36 cells from ``key`` alone and written where a hidden
+    question block stands, so grids that differ only in hidden content get the same result.
+    """
+    k_kind, k_points, k_prog = jax.random.split(key, 3)
+    hidden = hidden_question_map(grid)
+    is_data = jax.random.bernoulli(k_kind, 0.5, (GRID_SIZE, GRID_SIZE))
+    points = jax.random.randint(k_points, (GRID_SIZE, GRID_SIZE), 1, DATA_POINTS_MAX + 1)
+    # Programs shown on other program blocks of the board are taken (distinct per stage).
+    shown_prog = (grid.content == Content.BLOCK) & ~hidden & (grid.block_kind == BlockKind.PROGRAM)
+    taken = (
+        jnp.zeros(NUM_PROGRAMS, bool)
+        .at[grid.block_program.reshape(-1).astype(jnp.int32)]
+        .max(shown_prog.reshape(-1))
+    )
+    # The hidden program blocks, row-major, take the first free programs of a random order.
+    order = jax.random.permutation(k_prog, NUM_PROGRAMS)  # int32[23]
+    free_in_order = ~taken[order]
+    rank_free = jnp.cumsum(free_in_order) - 1  # the j-th free program sits where rank_free == j
+    needs = (hidden & ~is_data).reshape(-1)
+    ordinal = jnp.cumsum(needs) - 1  # int32[36]: this cell's index among the hidden programs
+    pick = jnp.argmax(free_in_order[None, :] & (rank_free[None, :] == ordinal[:, None]), axis=1)
+    program = order[pick].reshape(GRID_SIZE, GRID_SIZE)
+    spawn = jnp.where(is_data, points, jnp.asarray(PROGRAM_SPAWN, jnp.int32)[program])
+    i8 = jnp.int8
+    return grid.replace(
+        block_kind=jnp.where(
+            hidden, jnp.where(is_data, BlockKind.DATA, BlockKind.PROGRAM), grid.block_kind
+        ).astype(i8),
+        block_points=jnp.where(hidden, jnp.where(is_data, points, 0), grid.block_points).astype(i8),
+        block_program=jnp.where(hidden, jnp.where(is_data, 0, program), grid.block_program).astype(
+            i8
+        ),
+        block_spawn=jnp.where(hidden, spawn, grid.block_spawn).astype(i8),
+        resource_kind=jnp.where(
+            hidden_resource_map(grid), Resource.NONE, grid.resource_kind
+        ).astype(i8),
+        resource_amount=jnp.where(hidden_resource_map(grid), 0, grid.resource_amount).astype(i8),
+    )
+
+
+def hidden_resource_map(grid: Grid) -> jax.Array:
+    """bool[6,6]: cells whose resources the player cannot see (a block, unsiphoned)."""
+    return (grid.content == Content.BLOCK) & ~grid.siphoned
+
+
+def redraw_transmission_kinds(key: jax.Array, transmissions):
+    """Transmissions (full or snapshot) with every kind re-drawn uniform over 4 (rules §8)."""
+    kind = jax.random.randint(key, transmissions.kind.shape, 0, NUM_ENEMY_KINDS)
+    return transmissions.replace(kind=jnp.where(transmissions.alive, kind, 0).astype(jnp.int8))
+
+
+def invisible_cryptogs(enemies, player_pos: jax.Array, show: jax.Array) -> jax.Array:
+    """bool[E]: alive cryptogs the observation does not show (interface §3.5.1)."""
+    pos = enemies.pos.astype(jnp.int32)
+    in_line = (pos[:, 0] == player_pos[0]) | (pos[:, 1] == player_pos[1])
+    cryptog = enemies.alive & (enemies.kind == EnemyKind.CRYPTOG) & (enemies.hp > 0)
+    return cryptog & ~in_line & ~show
+
+
+def replace_invisible_cryptogs(key, enemies, transmissions, grid, player_pos, show):
+    """Enemies (full or snapshot) with each invisible cryptog on a fresh invisible cell.
+
+    A cell is eligible when it is off the player's row and column, holds no block, and no
+    visible enemy, transmission or the player stands on it. The cryptogs take distinct cells
+    in list order, uniformly among those left; one with no cell left stays put.
+    """
+    player_pos = player_pos.astype(jnp.int32)
+    hidden = invisible_cryptogs(enemies, player_pos, show)
+    # A hidden cryptog first on a cell shadows the enemies after it there (interface §3.5.1:
+    # only the first enemy on a cell is shown); moving it would reveal them, so it stays.
+    standing = enemies.alive & (enemies.hp > 0)
+    cell = enemies.pos[:, 0].astype(jnp.int32) * GRID_SIZE + enemies.pos[:, 1].astype(jnp.int32)
+    sharing = jnp.sum((cell[:, None] == cell[None, :]) & standing[None, :], axis=1) > 1
+    hidden = hidden & ~sharing
+    rows = jnp.arange(GRID_SIZE)
+    off_line = (rows[:, None] != player_pos[0]) & (rows[None, :] != player_pos[1])
+    visible = enemies.replace(alive=enemies.alive & ~hidden)
+    free = (
+        off_line
+        & (grid.content != Content.BLOCK)
+        & ~enemy_occupancy_map(visible)
+        & ~transmission_map(transmissions)
+        & ~cell_map(player_pos)
+    ).reshape(-1)
+    keys = jax.random.split(key, hidden.shape[0])
+    # a packed board with no eligible cell left: the first off-line cell (never observed)
+    fallback = jnp.argmax(off_line.reshape(-1))
+
+    def place(free, xs):
+        k, is_hidden, pos = xs
+        score = jnp.where(free, jax.random.uniform(k, (_CELLS,)), -1.0)
+        cell = jnp.where(jnp.any(free), jnp.argmax(score), fallback)
+        new = jnp.stack([cell // GRID_SIZE, cell % GRID_SIZE]).astype(pos.dtype)
+        free = free & ~(is_hidden & (jnp.arange(_CELLS) == cell))
+        return free, jnp.where(is_hidden, new, pos)
+
+    _, pos = jax.lax.scan(place, free, (keys, hidden, enemies.pos))
+    return enemies.replace(pos=pos)
+
+
+def _resample_parts(key, grid, enemies, transmissions, player_pos, show, q_key):
+    k_trans, k_enemy = jax.random.split(key)
+    grid = redraw_question_blocks(q_key, grid)
+    transmissions = redraw_transmission_kinds(k_trans, transmissions)
+    enemies = replace_invisible_cryptogs(k_enemy, enemies, transmissions, grid, player_pos, show)
+    return grid, enemies, transmissions
+
+
+def resample_hidden(key: jax.Array, state: EnvState) -> EnvState:
+    """A state consistent with ``state``'s observation, its hidden parts re-drawn (module doc).
+
+    Deterministic in ``key``; independent of every hidden field of ``state``.
+    """
+    k_game, k_snaps, k_question = jax.random.split(key, 3)
+    game = state.game
+    grid, enemies, transmissions = _resample_parts(
+        k_game, game.grid, game.enemies, game.transmissions, game.player.pos, game.show_flag,
+        k_question,
+    )  # fmt: skip
+    game = game.replace(grid=grid, enemies=enemies, transmissions=transmissions)
+    snaps = state.history.snapshots
+    depth = state.history.depth
+    grids, senemies, strans = jax.vmap(_resample_parts, in_axes=(0, 0, 0, 0, 0, 0, None))(
+        jax.random.split(k_snaps, depth), snaps.grid, snaps.enemies, snaps.transmissions,
+        snaps.player.pos, snaps.show_flag, k_question,
+    )  # fmt: skip
+    snaps = snaps.replace(grid=grids, enemies=senemies, transmissions=strans)
+    return state.replace(game=game, history=state.history.replace(snapshots=snaps))
