@@ -279,3 +279,45 @@ def format_table(summary: dict, title: str = "evaluation") -> str:
         used = {k: v for k, v in summary["program_use"].items() if v}
         lines.append("program use: " + (", ".join(f"{k}={v}" for k, v in used.items()) or "none"))
     return "\n".join(lines)
+
+
+def make_search_evaluate(env, env_params, apply_fn, search_cfg, num_episodes: int, max_steps: int):
+    """Jitted ``evaluate(params, key) -> per-episode arrays``, each move chosen by a search.
+
+    The episodes, their keys and the tally are ``make_evaluate``'s: each step key splits into
+    the policy's key (here the search's) and the real game's, so the games see the same draws
+    as under the greedy policy until the two first act differently. The loop stops once every
+    episode has ended (a ``while_loop``: a search costs ``num_simulations`` env steps and network
+    calls per game, so the tail after the last episode is not paid for).
+    """
+    from hackmatrix_train.search import run_search
+
+    step_fn = jax.vmap(env.step, in_axes=(0, 0, 0, None))
+
+    @jax.jit
+    def evaluate(params, key):
+        k_reset, k_run = jax.random.split(key)
+        obs, state = jax.vmap(env.reset, in_axes=(0, None))(
+            jax.random.split(k_reset, num_episodes), env_params
+        )
+        acc0 = new_tally(state, num_episodes, obs.action_mask.shape[-1])
+        keys = jax.random.split(k_run, max_steps)
+
+        def cond(c):
+            t, _, _, acc = c
+            return (t < max_steps) & jnp.any(acc["alive"])
+
+        def body(c):
+            t, obs, state, acc = c
+            k_pol, k_env = jax.random.split(keys[t])
+            action = run_search(apply_fn, search_cfg, params, k_pol, state).action
+            new_obs, new_state, reward, term, trunc, info = step_fn(
+                jax.random.split(k_env, num_episodes), state, action, env_params
+            )
+            acc = tally_step(acc, state, action, reward, term, trunc, info)
+            return t + 1, new_obs, new_state, acc
+
+        _, _, _, acc = jax.lax.while_loop(cond, body, (jnp.int32(0), obs, state, acc0))
+        return acc
+
+    return evaluate

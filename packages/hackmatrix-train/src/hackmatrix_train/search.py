@@ -1,0 +1,233 @@
+"""Planning with the game itself: Gumbel MuZero search (mctx) with the real env step as model.
+
+The search runs DeepMind's ``mctx.gumbel_muzero_policy`` over a batch of games (vmapped,
+jitted, CPU or GPU). Its model is the exact game: a node's embedding is an ``EnvState`` and
+``recurrent_fn`` is one real env step (``transition.step_state``, no auto-reset), with the key
+that mctx passes, so every simulation samples the game's own randomness (open loop). The
+network gives the prior (its logits, illegal and disabled actions masked) and the leaf value.
+
+* **Terminal states are absorbing** inside the tree: a step from a node that ended (the player
+  died, won, or sent an invalid action; or ``time`` reached the step limit: the evaluation ends
+  the episode there too) returns reward 0, discount 0 and the same state.
+* **Units**: rewards are the canonical reward times ``reward_scale``, the units the value head
+  learned; the discount is the trainer's ``gamma``.
+* **The mask**: the root's ``invalid_actions`` and every node's prior use the policy's mask:
+  the game's, less the actions the policy was trained without (``disabled``, e.g. UNDO), with
+  ``adapters.restrict_mask``'s fallback.
+* **Honest by default** (``mode="honest"``): each search plans from
+  ``hidden.resample_hidden(key, state)``, a state that agrees with the observation and has
+  every hidden part re-drawn (a determinization per decision). ``mode="oracle"`` searches the
+  true state, for measuring what honesty costs; every result names its mode.
+* **Keys**: ``search(params, key, state)`` splits ``key`` into the determinization's and the
+  tree's keys; the caller keeps the real game's key apart (``make_search_evaluate`` draws both
+  from one step key with the same split as the greedy evaluation, so the real game's draws
+  are the same with and without search). Same keys, same decisions.
+
+``SearchOutput`` carries what the viewers show: the chosen action, the greedy (prior) action,
+the root's visit counts, Q values and the improved policy (``action_weights``), the policy
+target a search trainer learns from.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from functools import partial
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import mctx
+from hackmatrix_env.adapters import allowed_actions, restrict_mask
+from hackmatrix_env.hidden import resample_hidden
+from hackmatrix_env.observation import observe
+from hackmatrix_env.transition import step_state
+
+MODES = ("honest", "oracle")
+SELECTIONS = ("gumbel", "improved")
+# The logit of an action out of the mask: finite, so mctx's softmax and the completed-Q sums
+# stay finite; exp(-1e9 - max) is exactly 0 in float32.
+MASKED_LOGIT = -1e9
+
+
+@dataclasses.dataclass(frozen=True)
+class SearchConfig:
+    """How a search plans. Frozen and hashable: it is a static argument of the jitted search.
+
+    ``selection``: ``"gumbel"`` plays mctx's action (Gumbel-Top-k with sequential halving:
+    sampled when ``gumbel_scale`` > 0); ``"improved"`` plays the argmax of the improved policy.
+    """
+
+    num_simulations: int = 8
+    max_depth: int | None = None
+    gumbel_scale: float = 1.0
+    max_num_considered_actions: int = 16
+    selection: str = "gumbel"
+    mode: str = "honest"
+    gamma: float = 0.99
+    reward_scale: float = 1.0
+    max_steps_in_episode: int = 1000
+    disabled: tuple[int, ...] = ()  # action indices out of the policy's mask (e.g. UNDO = 27)
+
+    def __post_init__(self):
+        check_search_config(self)
+
+
+def check_search_config(cfg: SearchConfig) -> None:
+    """A ``ValueError`` naming the first bad field of ``cfg``."""
+    if not isinstance(cfg.num_simulations, int) or cfg.num_simulations < 1:
+        raise ValueError(f"num_simulations must be an int >= 1, got {cfg.num_simulations!r}")
+    if cfg.max_depth is not None and (not isinstance(cfg.max_depth, int) or cfg.max_depth < 1):
+        raise ValueError(f"max_depth must be None or an int >= 1, got {cfg.max_depth!r}")
+    if not cfg.gumbel_scale >= 0:
+        raise ValueError(f"gumbel_scale must be >= 0, got {cfg.gumbel_scale!r}")
+    if cfg.max_num_considered_actions < 1:
+        raise ValueError("max_num_considered_actions must be >= 1")
+    if cfg.selection not in SELECTIONS:
+        raise ValueError(f"selection must be one of {SELECTIONS}, got {cfg.selection!r}")
+    if cfg.mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {cfg.mode!r}")
+    if not 0.0 <= cfg.gamma <= 1.0:
+        raise ValueError(f"gamma must lie in [0, 1], got {cfg.gamma!r}")
+    if not cfg.reward_scale > 0:
+        raise ValueError(f"reward_scale must be > 0, got {cfg.reward_scale!r}")
+    if cfg.max_steps_in_episode < 1:
+        raise ValueError("max_steps_in_episode must be >= 1")
+    allowed_actions(cfg.disabled)  # a clear error for a bad index
+
+
+class SearchOutput(NamedTuple):
+    """One search per game (leading batch axis B); what a viewer or a trainer reads."""
+
+    action: jax.Array  # int32[B]      the action to play
+    prior_action: jax.Array  # int32[B]  the greedy network's action (argmax of the masked prior)
+    action_weights: jax.Array  # f32[B, A]  the improved policy (completed-Q): the policy target
+    visit_counts: jax.Array  # int32[B, A] root visits per action
+    q_values: jax.Array  # f32[B, A]    root Q per action (completed by the value where unvisited)
+    prior: jax.Array  # f32[B, A]       the masked prior's probabilities
+    root_value: jax.Array  # f32[B]     the network's value at the root
+    search_value: jax.Array  # f32[B]   the root's value after the search
+    mask: jax.Array  # bool[B, A]       the policy's mask at the root
+
+
+class Node(NamedTuple):
+    """A tree node's embedding: the game state and whether the episode has ended there."""
+
+    state: object  # EnvState, batched
+    done: jax.Array  # bool[B]
+
+
+def policy_mask(state, disabled: tuple[int, ...]) -> jax.Array:
+    """bool[B, A]: the game's mask of a batch of states, less ``disabled`` (restrict_mask)."""
+    mask = jax.vmap(observe)(state).action_mask
+    if not disabled:
+        return mask
+    return restrict_mask(mask, jnp.asarray(allowed_actions(disabled)))
+
+
+def evaluate_states(apply_fn, params, state, disabled: tuple[int, ...]):
+    """``(masked logits f32[B, A], value f32[B], mask bool[B, A])`` of a batch of states."""
+    obs = jax.vmap(observe)(state)
+    mask = obs.action_mask
+    if disabled:
+        mask = restrict_mask(mask, jnp.asarray(allowed_actions(disabled)))
+    logits, value = apply_fn(params, obs._replace(action_mask=mask))
+    return jnp.where(mask, logits, MASKED_LOGIT), value, mask
+
+
+def make_recurrent_fn(apply_fn, cfg: SearchConfig):
+    """mctx's ``recurrent_fn``: one real env step per game, terminal nodes absorbing."""
+
+    def recurrent_fn(params, key, action, node: Node):
+        batch = action.shape[0]
+        keys = jax.random.split(key, batch)
+        stepped, reward, terminated, _ = jax.vmap(step_state)(keys, node.state, action)
+        truncated = stepped.time >= cfg.max_steps_in_episode
+        state = select_rows(node.done, node.state, stepped)
+        done = node.done | terminated | truncated
+        logits, value, _ = evaluate_states(apply_fn, params, state, cfg.disabled)
+        out = mctx.RecurrentFnOutput(
+            reward=jnp.where(node.done, 0.0, reward * cfg.reward_scale).astype(jnp.float32),
+            discount=jnp.where(done, 0.0, cfg.gamma).astype(jnp.float32),
+            prior_logits=logits,
+            value=jnp.where(done, 0.0, value).astype(jnp.float32),
+        )
+        return out, Node(state=state, done=done)
+
+    return recurrent_fn
+
+
+def select_rows(flag: jax.Array, on_true, on_false):
+    """Per row of a batch: ``on_true``'s leaves where ``flag`` (bool[B]), else ``on_false``'s."""
+
+    def pick(a, b):
+        return jnp.where(flag.reshape(flag.shape + (1,) * (a.ndim - 1)), a, b)
+
+    return jax.tree.map(pick, on_true, on_false)
+
+
+def run_search(apply_fn, cfg: SearchConfig, params, key: jax.Array, state) -> SearchOutput:
+    """Search from a batch of states (leading axis B); see the module doc. Not jitted itself."""
+    batch = state.time.shape[0]
+    k_hidden, k_search = jax.random.split(key)
+    if cfg.mode == "honest":
+        state = jax.vmap(resample_hidden)(jax.random.split(k_hidden, batch), state)
+    logits, value, mask = evaluate_states(apply_fn, params, state, cfg.disabled)
+    root = mctx.RootFnOutput(
+        prior_logits=logits, value=value, embedding=Node(state, jnp.zeros(batch, bool))
+    )
+    out = mctx.gumbel_muzero_policy(
+        params,
+        k_search,
+        root,
+        make_recurrent_fn(apply_fn, cfg),
+        num_simulations=cfg.num_simulations,
+        invalid_actions=~mask,
+        max_depth=cfg.max_depth,
+        qtransform=mctx.qtransform_completed_by_mix_value,
+        max_num_considered_actions=cfg.max_num_considered_actions,
+        gumbel_scale=cfg.gumbel_scale,
+    )
+    weights = jnp.where(mask, out.action_weights, 0.0)
+    summary = out.search_tree.summary()
+    if cfg.selection == "improved":
+        action = jnp.argmax(jnp.where(mask, weights, -1.0), axis=-1)
+    else:
+        action = out.action
+    return SearchOutput(
+        action=action.astype(jnp.int32),
+        prior_action=jnp.argmax(logits, axis=-1).astype(jnp.int32),
+        action_weights=weights,
+        visit_counts=summary.visit_counts.astype(jnp.int32),
+        q_values=summary.qvalues,
+        prior=jax.nn.softmax(logits, axis=-1),
+        root_value=value,
+        search_value=summary.value,
+        mask=mask,
+    )
+
+
+def make_search(apply_fn, cfg: SearchConfig):
+    """Jitted ``search(params, key, state) -> SearchOutput`` over a batch of states."""
+    return jax.jit(partial(run_search, apply_fn, cfg))
+
+
+def search_config_from_train(train_cfg, **overrides) -> SearchConfig:
+    """A ``SearchConfig`` in a trained policy's units: its gamma, reward scale, step limit and
+    disabled programs; ``overrides`` set the search's own options."""
+    from hackmatrix_train.config import disabled_actions
+
+    base = dict(
+        gamma=float(train_cfg.gamma),
+        reward_scale=float(train_cfg.reward_scale),
+        max_steps_in_episode=int(train_cfg.max_steps_in_episode),
+        disabled=tuple(int(a) for a in disabled_actions(train_cfg)),
+    )
+    base.update({k: v for k, v in overrides.items() if v is not None})
+    return SearchConfig(**base)
+
+
+def describe(cfg: SearchConfig) -> dict:
+    """The search's settings as a JSON-ready dict (every result carries it)."""
+    d = dataclasses.asdict(cfg)
+    d["disabled"] = list(cfg.disabled)
+    return d
