@@ -1,5 +1,5 @@
 // swift-tools-version:6.0
-// HackMatrix headless game, written from ../../shared/spec/ (see specs/swift.md).
+// HackMatrix headless game, written from ../../docs/rules/ (see specs/swift.md).
 // No outside packages: builds on Linux with the Swift toolchain alone.
 import PackageDescription
 

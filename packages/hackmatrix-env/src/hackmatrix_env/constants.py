@@ -1,6 +1,6 @@
 """Every size, enum and table of the game, in one place (numpy only).
 
-The spec (../shared/spec/) is the source of each value; the section is named
+The rules (docs/rules/) are the source of each value; the section is named
 next to it. Tables are numpy arrays: wrap them with ``jnp.asarray`` at the
 point of use when indexing with a tracer. The Swift twin keeps the same tables
 in ``Constants.swift`` in the same row order; a test compares the two.
