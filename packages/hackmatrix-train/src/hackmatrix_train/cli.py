@@ -29,7 +29,11 @@ from hackmatrix_train.config import (
 )
 
 # Flags of hm-train that are not TrainConfig fields (process set-up, not the experiment).
-NON_CONFIG_ARGS = frozenset({"distributed", "preset", "cpu_devices"}) | compile_cache.ARG_NAMES
+NON_CONFIG_ARGS = (
+    frozenset({"distributed", "coordinator_address", "num_processes", "process_id"})
+    | frozenset({"preset", "cpu_devices"})
+    | compile_cache.ARG_NAMES
+)
 
 # Flags that may differ from the checkpoint's config on --resume (they change no state shape).
 RESUME_MUTABLE = RUN_BOOKKEEPING | {
@@ -206,7 +210,28 @@ def build_parser() -> argparse.ArgumentParser:
         "--distributed",
         action="store_true",
         default=False,
-        help="call jax.distributed.initialize() first (multi-host; env vars configure it)",
+        help="multi-host: call jax.distributed.initialize() first; SLURM / Open MPI set the "
+        "process layout, else the three flags below do (specs/train.md §6)",
+    )
+    p.add_argument(
+        "--coordinator-address",
+        default=None,
+        metavar="HOST:PORT",
+        help="with --distributed: process 0's address, the same for every process "
+        "(default: $JAX_COORDINATOR_ADDRESS or the cluster's)",
+    )
+    p.add_argument(
+        "--num-processes",
+        type=int,
+        default=None,
+        help="with --distributed: how many processes train (default: the cluster's)",
+    )
+    p.add_argument(
+        "--process-id",
+        type=int,
+        default=None,
+        help="with --distributed: this process's index, 0..N-1; 0 writes every file "
+        "(default: the cluster's)",
     )
     compile_cache.add_arguments(p)
     return p
@@ -376,15 +401,19 @@ def run(cfg: TrainConfig, explicit=frozenset(), env=None, env_params=None, out=p
             if progress is not None:
                 progress.log(update, update * batch, metrics)
             due_updates = bool(cfg.save_interval) and update % cfg.save_interval == 0
-            due_time = time.monotonic() - last_save_t >= cfg.save_interval_minutes * 60
+            # process 0's clock decides for all: a save gathers the state across processes
+            due_time = agree(time.monotonic() - last_save_t >= cfg.save_interval_minutes * 60)
             if (due_updates or due_time) and update < num_updates:
                 save(runner, "interval" if due_updates else "timer")
                 last_save_t, last_saved_update = time.monotonic(), update
     except KeyboardInterrupt:
         interrupted = True
-        out("interrupted: saving the last completed update ...")
+        if jax.process_count() > 1:  # the others may be inside a chunk: no gather can be safe
+            out("interrupted: a multi-process run resumes from its last saved checkpoint")
+        else:
+            out("interrupted: saving the last completed update ...")
     path = None
-    if update != last_saved_update:
+    if update != last_saved_update and not (interrupted and jax.process_count() > 1):
         path = save(runner, "interrupt" if interrupted else "final")
         last_saved_update = update
     if path is not None and not interrupted and not cfg.no_artifact:
@@ -410,6 +439,22 @@ def run(cfg: TrainConfig, explicit=frozenset(), env=None, env_params=None, out=p
         "runner": runner,
         "config": cfg,
     }
+
+
+def agree(value: int) -> int:
+    """Process 0's ``value`` on every process: a host decision that gates a collective.
+
+    A multi-host run must take such decisions (the time budget's length, a timer's save)
+    together, or one process waits in a gather the others never start.
+    """
+    import jax
+
+    if jax.process_count() == 1:
+        return value
+    import numpy as np
+    from jax.experimental import multihost_utils
+
+    return int(multihost_utils.broadcast_one_to_all(np.int32(value)))
 
 
 PROBE_UPDATES = 10  # updates timed by --time-budget's probe (at most --log-interval)
@@ -440,7 +485,8 @@ def plan_time_budget(trainer, runner, elapsed_s: float, out=print) -> TrainConfi
     jax.block_until_ready(trainer.run_chunk(runner, probe))
     sps = probe * cfg.batch_size / (time.perf_counter() - t1)
     elapsed_s += time.perf_counter() - t0
-    updates = budget_updates(cfg.time_budget * 60.0, elapsed_s, sps, cfg.batch_size)
+    # process 0's measurement sets every process's length (multi-host: one run, one length)
+    updates = agree(budget_updates(cfg.time_budget * 60.0, elapsed_s, sps, cfg.batch_size))
     trainer.set_num_updates(updates)
     line = (
         f"time budget {cfg.time_budget:g} min: {sps:,.0f} steps/s over a {probe}-update probe, "
@@ -481,9 +527,10 @@ def final_evaluation(trainer, params, cfg: TrainConfig, run_dir: Path, out=print
     summary["env_steps"] = cfg.num_updates * cfg.batch_size
     summary["disabled_programs"] = list(cfg.disabled_programs)
     out(format_table(summary, f"final evaluation ({summary['episodes']} greedy episodes)"))
-    run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / "eval_final.json").write_text(json.dumps(summary, indent=1))
-    out(f"wrote {run_dir / 'eval_final.json'}")
+    if jax.process_index() == 0:  # every process evaluates the same params; one writes
+        run_dir.mkdir(parents=True, exist_ok=True)
+        (run_dir / "eval_final.json").write_text(json.dumps(summary, indent=1))
+        out(f"wrote {run_dir / 'eval_final.json'}")
     return summary
 
 
@@ -498,13 +545,34 @@ def cpu_device_count(cfg: TrainConfig, cores: int) -> int:
 def set_cpu_devices(args: argparse.Namespace, cfg: TrainConfig) -> None:
     """One JAX device per CPU core (``--cpu-devices`` overrides), before any backend starts.
 
-    Multi-host runs (``--distributed``) keep JAX's own devices (specs/train.md §6).
+    Multi-host runs (``--distributed``) keep JAX's own devices, one per process on CPU, unless
+    ``--cpu-devices`` is given (specs/train.md §6).
     """
-    if args.distributed:
+    if args.distributed and args.cpu_devices is None:
         return
     from hackmatrix_env.devices import usable_cores, use_cpu_cores
 
     use_cpu_cores(args.cpu_devices or cpu_device_count(cfg, usable_cores()))
+
+
+def init_distributed(args: argparse.Namespace) -> None:
+    """``jax.distributed.initialize`` with the flags given; the cluster (SLURM, ...) fills the rest.
+
+    On CPU the processes exchange gradients over gloo (``jax_cpu_collectives_implementation``,
+    JAX 0.10's default; set here when unset, since a CPU cluster without cross-process
+    collectives cannot run the chunk).
+    """
+    import jax
+
+    if args.num_processes is not None and args.num_processes < 1:
+        raise SystemExit(f"error: --num-processes must be >= 1, got {args.num_processes}")
+    if jax.config.jax_cpu_collectives_implementation is None:
+        jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    jax.distributed.initialize(
+        coordinator_address=args.coordinator_address,
+        num_processes=args.num_processes,
+        process_id=args.process_id,
+    )
 
 
 def train_main(argv=None) -> int:
@@ -512,9 +580,7 @@ def train_main(argv=None) -> int:
     cfg, explicit = config_from_args(args)
     set_cpu_devices(args, cfg)
     if args.distributed:
-        import jax
-
-        jax.distributed.initialize()
+        init_distributed(args)
     compile_cache.enable_from_args(args)
     result = run(cfg, explicit)
     return 130 if result["interrupted"] else 0

@@ -125,18 +125,35 @@ class Trainer:
 
     def with_params(self, runner: RunnerState, params) -> RunnerState:
         """``runner`` with new (host) params and a fresh optimizer state for them (warm start)."""
-        host = jax.device_get(runner)
         params = jax.tree.map(jnp.asarray, params)
-        host = host.replace(params=params, opt_state=self.tx.init(params))
-        return self.place(host)
+        return self.place(runner.replace(params=params, opt_state=self.tx.init(params)))
 
     def abstract_runner(self) -> RunnerState:
         """Shapes/dtypes of the runner state (for checkpoint validation), computing nothing."""
         return jax.eval_shape(self._init_fn, jax.random.key(0))
 
     def place(self, runner: RunnerState) -> RunnerState:
-        """Put a host (numpy) runner state onto the mesh with the trainer's shardings."""
-        return jax.device_put(runner, self.shardings)
+        """Put a host (numpy) runner state onto the mesh with the trainer's shardings.
+
+        Multi-host: every process passes the same host state (a checkpoint) and keeps the
+        shards of its own devices; leaves already on the global mesh stay where they are.
+        """
+        if jax.process_count() == 1:
+            return jax.device_put(runner, self.shardings)
+
+        def put(x, sharding):
+            if isinstance(x, jax.Array) and not x.is_fully_addressable:
+                return jax.device_put(x, sharding)
+            if isinstance(x, jax.Array) and jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):
+                return jax.random.wrap_key_data(put(jax.random.key_data(x), sharding))
+            x = np.asarray(x)
+            return jax.make_array_from_callback(x.shape, sharding, lambda index: x[index])
+
+        return jax.tree.map(
+            lambda sharding, part: jax.tree.map(lambda x: put(x, sharding), part),
+            self.shardings,
+            runner,
+        )
 
     # ---- chunk ------------------------------------------------------------------------------
     def _chunk_local(self, runner: RunnerState, n, sched: Schedule):
