@@ -57,12 +57,19 @@ def parse_count(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    d = apply_preset(TrainConfig(), DEFAULT_PRESET)
+    d = TrainConfig()
     p = argparse.ArgumentParser(
         prog="hm-train",
-        description="Masked-categorical PPO on HackMatrix (PureJaxRL style, whole update jitted).",
+        description="Masked-categorical PPO on HackMatrix (PureJaxRL style, whole update jitted). "
+        "With no flag it trains the default recipe for a 50-minute budget (specs/train.md §10).",
         argument_default=argparse.SUPPRESS,
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    logs = p.add_argument_group("checkpoints and logging")
+    knobs = p.add_argument_group(
+        "research knobs (advanced)",
+        "PPO internals, loss terms and ablations; the default recipe sets them all "
+        "(specs/train.md §5, §10)",
     )
 
     def add(flag, to=p, default_text=None, **kw):
@@ -602,13 +609,53 @@ def build_eval_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-steps-in-episode", type=int, default=None)
     p.add_argument("--json", default=None, help="write the summary JSON here ('-' = stdout)")
     p.add_argument("--replay", default=None, help="write an HTML replay of the episodes here")
+    s = p.add_argument_group("search (planning with the game as model; specs/search.md)")
+    s.add_argument(
+        "--search", type=int, nargs="+", default=(), metavar="N",
+        help="also evaluate Gumbel search with N simulations per move (one row per N)",
+    )  # fmt: skip
+    s.add_argument(
+        "--search-mode", choices=("honest", "oracle", "both"), default="honest",
+        help="honest: plan from states re-drawn from the observation (default); oracle: from "
+        "the true state; both: a row for each",
+    )  # fmt: skip
+    s.add_argument("--search-depth", type=int, default=None, help="maximum tree depth")
+    s.add_argument("--gumbel-scale", type=float, default=1.0, help="0: deterministic search")
+    s.add_argument(
+        "--search-selection", choices=("gumbel", "improved"), default="gumbel",
+        help="play mctx's Gumbel action or the argmax of the improved policy",
+    )  # fmt: skip
     compile_cache.add_arguments(p)
     return p
 
 
+def search_settings(args: argparse.Namespace) -> list[dict]:
+    """The ``--search`` rows asked for: one dict of ``SearchConfig`` overrides each."""
+    if any(n < 1 for n in args.search):
+        raise ValueError(f"--search: simulation counts must be >= 1, got {list(args.search)}")
+    if args.search and args.random:
+        raise ValueError(
+            "--search plans with the policy's network; it cannot be used with --random"
+        )
+    if args.search and not args.greedy:
+        raise ValueError("--search replaces the policy's own choice; drop --sampled")
+    modes = ("honest", "oracle") if args.search_mode == "both" else (args.search_mode,)
+    return [
+        dict(
+            num_simulations=n,
+            mode=m,
+            max_depth=args.search_depth,
+            gumbel_scale=args.gumbel_scale,
+            selection=args.search_selection,
+        )
+        for n in args.search
+        for m in modes
+    ]
+
+
 def evaluate_checkpoint(
     path, episodes=100, greedy=True, seed=0, start_stage=1, max_steps=None, random=False,
-    env=None, env_params=None, wrap_network=None,
+    env=None, env_params=None, wrap_network=None, search=(),
 ) -> dict:  # fmt: skip
     """Evaluate a saved policy (or the random masked policy) from ``start_stage``; the summary.
 
@@ -667,6 +714,18 @@ def evaluate_checkpoint(
     summary["start_stage"] = start_stage
     summary["eval_seed"] = seed
     summary["disabled_programs"] = disabled
+    if search:
+        from hackmatrix_train.evaluate import search_summary
+        from hackmatrix_train.search import search_config_from_train
+
+        summary["search"] = []
+        for overrides in search:
+            row = search_summary(
+                env, env_params, net.apply, params, search_config_from_train(cfg, **overrides),
+                episodes, seed, program_names,
+            )  # fmt: skip
+            row["disabled_programs"] = disabled
+            summary["search"].append(row)
     return summary
 
 
@@ -679,12 +738,21 @@ def eval_main(argv=None) -> int:
     try:
         summary = evaluate_checkpoint(
             args.checkpoint, args.episodes, args.greedy, args.seed, args.start_stage,
-            args.max_steps_in_episode, args.random,
+            args.max_steps_in_episode, args.random, search=search_settings(args),
         )  # fmt: skip
     except (ckpt.CheckpointError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     print(format_table(summary, f"hm-eval {args.checkpoint} ({summary['policy']})"))
+    for row in summary.get("search", ()):
+        cfg = row["search"]
+        print()
+        print(format_table(row, f"search: {cfg['num_simulations']} simulations, {cfg['mode']}"))
+        print(
+            f"time: {row['seconds_per_decision'] * 1e3:.2f} ms per decision "
+            f"({row['decisions']} decisions in {row['seconds']:.1f} s, compiled in "
+            f"{row['compile_seconds']:.1f} s)"
+        )
     if args.json:
         text = json.dumps(summary, indent=1)
         if args.json == "-":

@@ -308,7 +308,7 @@ def make_search_evaluate(env, env_params, apply_fn, search_cfg, num_episodes: in
             return (t < max_steps) & jnp.any(acc["alive"])
 
         def body(c):
-            t, obs, state, acc = c
+            t, _, state, acc = c
             k_pol, k_env = jax.random.split(keys[t])
             action = run_search(apply_fn, search_cfg, params, k_pol, state).action
             new_obs, new_state, reward, term, trunc, info = step_fn(
@@ -321,3 +321,38 @@ def make_search_evaluate(env, env_params, apply_fn, search_cfg, num_episodes: in
         return acc
 
     return evaluate
+
+
+def search_summary(
+    env, env_params, apply_fn, params, search_cfg, episodes: int, seed: int, program_names=()
+) -> dict:
+    """The evaluation summary of a search policy (``make_search_evaluate``), with its settings.
+
+    One row of ``hm-eval --search``: the summary's fields plus ``search`` (the settings: the
+    simulation count, mode, selection, ...), ``compile_seconds``, ``seconds`` (the run after
+    compiling), ``decisions`` (moves played, summed over episodes) and ``seconds_per_decision``.
+    """
+    import time
+
+    from hackmatrix_train.search import describe
+
+    max_steps = int(env_params.max_steps_in_episode)
+    run = make_search_evaluate(env, env_params, apply_fn, search_cfg, episodes, max_steps)
+    key = jax.random.key(seed)
+    t0 = time.perf_counter()
+    compiled = run.lower(params, key).compile()
+    t1 = time.perf_counter()
+    result = jax.device_get(jax.block_until_ready(compiled(params, key)))
+    t2 = time.perf_counter()
+    summary = summarize(result, program_names)
+    decisions = int(np.asarray(result["length"]).sum())
+    summary.update(
+        policy=f"search-{search_cfg.mode}",
+        search=describe(search_cfg),
+        eval_seed=seed,
+        compile_seconds=round(t1 - t0, 2),
+        seconds=round(t2 - t1, 2),
+        decisions=decisions,
+        seconds_per_decision=(t2 - t1) / max(decisions, 1),
+    )
+    return summary
