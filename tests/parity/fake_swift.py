@@ -8,6 +8,7 @@ on request, chosen with ``--mode=``:
 * ``canonical`` behaves but answers ``Unknown command: version`` like the original;
 * ``die``       writes to stderr and exits on the first ``step``;
 * ``hang``      never answers a ``step``;
+* ``stop``      stops itself (SIGSTOP) on a ``step``: a process that never answers nor exits;
 * ``garbage``   answers a ``step`` with a non-JSON line;
 * ``array``     answers a ``step`` with a JSON array;
 * ``badshape``  answers a ``step`` with an object that lacks ``reward``;
@@ -17,6 +18,8 @@ on request, chosen with ``--mode=``:
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sys
 import time
 
@@ -122,6 +125,8 @@ def main() -> None:
                 sys.exit(134)
             if mode == "hang":
                 time.sleep(3600)
+            if mode == "stop":
+                os.kill(os.getpid(), signal.SIGSTOP)
             if mode == "garbage":
                 out.write("Fatal error: this is not JSON\n")
                 out.flush()

@@ -134,6 +134,9 @@ def main(argv: list[str] | None = None) -> int:
                    "would-be mismatch gets first (0: off)")  # fmt: skip
     p.add_argument("--invalid-prob", type=float, default=0.03)
     p.add_argument("--no-full-check", action="store_true", help="skip getFullState comparison")
+    p.add_argument("--timeout", type=float, default=Config.timeout, help="seconds to wait for "
+                   "each Swift reply; a binary that takes longer (hung, stopped) is reported, "
+                   "killed and restarted, and the run goes on")  # fmt: skip
     p.add_argument("--shrink", type=int, default=3, help="shrink at most this many failures")
     p.add_argument("--repro-dir", type=Path, default=None, help="write shrunk repros here")
     p.add_argument("--distributions", type=int, default=0, metavar="N",
@@ -145,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
         scenarios=args.scenarios, steps=args.steps, seed=args.seed, num_keys=args.keys,
         batch=args.batch, invalid_prob=args.invalid_prob, full_check=not args.no_full_check,
         deep_keys=args.deep_keys,
-        marginal=not args.exact_only, first_index=args.start_index,
+        marginal=not args.exact_only, first_index=args.start_index, timeout=args.timeout,
     )  # fmt: skip
     scenarios = random_scenarios(cfg.scenarios, cfg.seed, args.start_index)
     if args.workers > 1:

@@ -373,7 +373,16 @@ class SwiftGame:
         if include_history:
             req["includeHistory"] = True
         reply = self.request(req)
-        return reply.get("state", reply)
+        state = reply.get("state", reply)
+        if not isinstance(state, dict):
+            raise SwiftProtocolError(f"full state is not an object: {_short(reply)}")
+        self._need(state, "player", dict)
+        self._need(state, "enemies", list)
+        self._need(state, "transmissions", list)
+        cells = self._need(state, "cells", list)
+        if not (len(cells) == 6 and all(isinstance(r, list) and len(r) == 6 for r in cells)):
+            raise SwiftProtocolError(f"full state cells are not 6x6: {_short(state)}")
+        return state
 
     def set_full_state(self, state: dict[str, Any]) -> dict[str, Any]:
         """Inject a complete internal state (our binary only); returns the observation."""

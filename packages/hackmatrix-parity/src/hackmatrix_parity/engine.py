@@ -38,7 +38,12 @@ import numpy as np
 from hackmatrix_parity import compare as cmp
 from hackmatrix_parity import jax_side
 from hackmatrix_parity import swift_full as swift_full_mod
-from hackmatrix_parity.client import SwiftCommandError, SwiftError, SwiftGame
+from hackmatrix_parity.client import (
+    SwiftCommandError,
+    SwiftError,
+    SwiftGame,
+    SwiftProtocolError,
+)
 from hackmatrix_parity.hidden import HiddenTypes, first_appended, with_placement_cells
 from hackmatrix_parity.scenarios import THEMES, generate_scenario
 from hackmatrix_parity.tensor import REWARD_COMPONENTS, SWIFT_BREAKDOWN_KEYS
@@ -77,6 +82,22 @@ class Config:
     # Global index of the first scenario passed to ``run`` (a chunk of a longer run, see
     # ``random_scenarios``): Swift's per-scenario seed and the action stream depend on it.
     first_index: int = 0
+
+
+# What reading a malformed Swift reply raises (parsing it, comparing it, resyncing from it).
+UNREADABLE = (KeyError, TypeError, ValueError, IndexError, AttributeError)
+
+
+def _unreadable(e: Exception) -> SwiftProtocolError:
+    return SwiftProtocolError(f"unreadable reply ({type(e).__name__}: {e})")
+
+
+def _read(parse, *args):
+    """``parse(*args)`` over Swift's replies; a malformed reply is a ``SwiftProtocolError``."""
+    try:
+        return parse(*args)
+    except UNREADABLE as e:
+        raise _unreadable(e) from e
 
 
 @dataclass
@@ -293,6 +314,7 @@ class Engine:
                         lane.game.reset(seed=scenario_seed(self.cfg.seed, self.cfg.first_index + i))
                     obs = lane.game.set_state(sc)
                     valid, internal, full = self._swift_after(lane)
+                    sw = _read(cmp.SwiftStep.initial, obs, valid, internal)
                 except SwiftCommandError as e:
                     report.failures.append(Failure(sc, [], 0, [], f"swift rejected setState: {e}"))
                     report.scenarios_failed += 1
@@ -302,7 +324,7 @@ class Engine:
                     report.swift_errors += 1
                     report.failures.append(Failure(sc, [], 0, [], f"swift error: {e}"))
                     report.scenarios_failed += 1
-                    lane.game.restart()
+                    self._restart(lane)
                     continue
                 try:
                     state = jax_side.load_scenario(sc)
@@ -311,8 +333,14 @@ class Engine:
                     report.scenarios_failed += 1
                     report.initial_mismatches += 1
                     continue
-                sw = cmp.SwiftStep.initial(obs, valid, internal)
-                diffs = self._initial_diffs(sw, state, full)
+                try:
+                    diffs = self._initial_diffs(sw, state, full)
+                except UNREADABLE as e:  # a malformed getFullState
+                    report.swift_errors += 1
+                    report.failures.append(Failure(sc, [], 0, [], f"swift error: {_unreadable(e)}"))
+                    report.scenarios_failed += 1
+                    self._restart(lane)
+                    continue
                 if diffs:
                     report.initial_mismatches += 1
                     report.scenarios_failed += 1
@@ -350,19 +378,10 @@ class Engine:
                 try:
                     reply = lane.game.step(a)
                     valid, internal, full = self._swift_after(lane)
+                    replies[b] = _read(cmp.SwiftStep.from_reply, reply, valid, internal)
                 except SwiftError as e:
-                    report.swift_errors += 1
-                    report.scenarios_failed += 1
-                    report.steps["mismatch"] += 1
-                    report.mismatch_categories["swift_error"] += 1
-                    report.failures.append(
-                        Failure(lane.scenario or {}, list(lane.actions), len(lane.actions), [],
-                                f"swift error: {e}")
-                    )  # fmt: skip
-                    lane.game.restart()
-                    lane.active = False
+                    self._swift_failed(lane, e, report)
                     continue
-                replies[b] = cmp.SwiftStep.from_reply(reply, valid, internal)
                 fulls[b] = full
             revealed: set[int] = set()
             for b, sw in replies.items():
@@ -382,9 +401,14 @@ class Engine:
             finished: list[int] = []
             decisions: dict[int, tuple[str, int, list[cmp.Diff], Any]] = {}
             pending: dict[int, list[tuple[dict[str, np.ndarray], jax_side.Candidates]]] = {}
-            for b, sw in replies.items():
+            for b, sw in list(replies.items()):
                 ob = {k: v[b] for k, v in out.items()}
-                k = self._match(b, sw, ob, nxt_host, fulls[b])
+                try:
+                    k = self._match(b, sw, ob, nxt_host, fulls[b])
+                except UNREADABLE as e:  # Swift's reply parsed but cannot be compared
+                    self._swift_failed(self.lanes[b], _unreadable(e), report)
+                    del replies[b]
+                    continue
                 if k is not None:
                     decisions[b] = ("first_key" if k == 0 else "key_search", k, [], None)
                 else:
@@ -402,7 +426,12 @@ class Engine:
                 nxt2_host = jax_side.Candidates(self.stepper, nxt2)
                 for b in need:
                     ob = {k: v[b] for k, v in out2.items()}
-                    k = self._match(b, replies[b], ob, nxt2_host, fulls[b])
+                    try:
+                        k = self._match(b, replies[b], ob, nxt2_host, fulls[b])
+                    except UNREADABLE as e:
+                        self._swift_failed(self.lanes[b], _unreadable(e), report)
+                        del replies[b], pending[b]
+                        continue
                     if k is not None:
                         found = nxt2_host.full(b, k)
                         decisions[b] = ("key_search", 0, [], found)
@@ -412,9 +441,13 @@ class Engine:
             self._tick += 1
             for b, rounds in pending.items():
                 pre = (batch, b, int(actions[b]))
-                decisions[b] = self._decide(
-                    b, self.lanes[b], replies[b], rounds, fulls[b], report, pre
-                )
+                try:
+                    decisions[b] = self._decide(
+                        b, self.lanes[b], replies[b], rounds, fulls[b], report, pre
+                    )
+                except UNREADABLE as e:
+                    self._swift_failed(self.lanes[b], _unreadable(e), report)
+                    del replies[b]
             for b, sw in replies.items():
                 lane = self.lanes[b]
                 cls, k, diffs, new_state = decisions[b]
@@ -467,6 +500,30 @@ class Engine:
         return report
 
     # ------------------------------------------------------------------ helpers
+    def _restart(self, lane: _Lane) -> None:
+        """A fresh binary for the lane; one that cannot start is closed (``load`` retries)."""
+        try:
+            lane.game.restart()
+        except SwiftError:
+            lane.game.close()
+
+    def _swift_failed(self, lane: _Lane, err: SwiftError, report: Report) -> None:
+        """The lane's binary died, hung or answered garbage mid-scenario: report, restart.
+
+        The step counts as a mismatch (``swift_error``), never as a match, and the scenario
+        ends there; the lane goes on with the next scenario on a fresh process.
+        """
+        report.swift_errors += 1
+        report.scenarios_failed += 1
+        report.steps["mismatch"] += 1
+        report.mismatch_categories["swift_error"] += 1
+        report.failures.append(
+            Failure(lane.scenario or {}, list(lane.actions), len(lane.actions), [],
+                    f"swift error: {err}")
+        )  # fmt: skip
+        lane.active = False
+        self._restart(lane)
+
     def _choose(self, lane: _Lane, rng: np.random.Generator) -> int:
         if lane.script is not None:
             i = len(lane.actions)
