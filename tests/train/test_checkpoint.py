@@ -10,13 +10,13 @@ import pytest
 from hackmatrix_train import checkpoint as ckpt
 from hackmatrix_train import loop
 from hackmatrix_train.cli import build_parser, config_from_args, evaluate_checkpoint, run
-from hackmatrix_train.config import TrainConfig
 from hackmatrix_train.loop import make_train
+from train.recipes import plain_ppo
 from train.train_probes import ProbeParams, ProbeSuite
 from train.trees import assert_trees_equal
 
 ENV, PARAMS = ProbeSuite(), ProbeParams()
-CFG = TrainConfig(
+CFG = plain_ppo(
     num_envs=8, num_steps=8, total_timesteps=8 * 8 * 4, num_minibatches=2, update_epochs=2,
     hidden_dim=16, num_layers=1, log_interval=1, no_wandb=True, seed=7,
 )  # fmt: skip

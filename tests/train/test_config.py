@@ -16,6 +16,7 @@ from hackmatrix_train.config import (
 )
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from train.recipes import RECIPES, plain_ppo
 
 # The reference CLI's flags and defaults (issue 6), written out independently of config.py.
 REFERENCE_DEFAULTS = {
@@ -37,8 +38,9 @@ REFERENCE_FLAGS = [
 ]  # fmt: skip
 
 
-def test_reference_preset_matches_reference_cli():
-    cfg, explicit = config_from_args(build_parser().parse_args(["--preset", "reference"]))
+def test_reference_recipe_matches_reference_cli():
+    argv = ["--recipe", str(RECIPES / "reference.toml")]
+    cfg, explicit = config_from_args(build_parser().parse_args(argv))
     assert explicit == frozenset()
     for name, value in REFERENCE_DEFAULTS.items():
         assert getattr(cfg, name) == value, name
@@ -132,14 +134,14 @@ def test_parse_count_rejects(text):
 
 
 def test_plan_keeps_reference_batch():
-    cfg = plan(TrainConfig())
+    cfg = plan(plain_ppo())
     assert (cfg.num_minibatches, cfg.update_epochs) == (4, 4)
     assert cfg.minibatch_size == TARGET_MINIBATCH
     assert cfg.notes == ()
 
 
 def test_plan_scales_1024_envs():
-    cfg = plan(TrainConfig(num_envs=1024))
+    cfg = plan(plain_ppo(num_envs=1024))
     # batch 131072 -> 16 minibatches of 8192; 16 grad steps/update kept -> 1 epoch, floored at 2
     assert cfg.num_minibatches == 16 and cfg.minibatch_size == 8192
     assert cfg.update_epochs == MIN_EPOCHS
@@ -147,20 +149,18 @@ def test_plan_scales_1024_envs():
 
 
 def test_plan_respects_explicit_flags():
-    cfg = plan(
-        TrainConfig(num_envs=1024, num_minibatches=4), explicit=frozenset({"num_minibatches"})
-    )
+    cfg = plan(plain_ppo(num_envs=1024, num_minibatches=4), explicit=frozenset({"num_minibatches"}))
     assert (cfg.num_minibatches, cfg.update_epochs) == (4, 4)
-    cfg = plan(TrainConfig(num_envs=1024, update_epochs=6), explicit=frozenset({"update_epochs"}))
+    cfg = plan(plain_ppo(num_envs=1024, update_epochs=6), explicit=frozenset({"update_epochs"}))
     assert cfg.num_minibatches == 16 and cfg.update_epochs == 6
 
 
 def test_plan_auto_tune_picks_envs():
-    cfg = plan(TrainConfig(auto_tune=True), num_devices=2, platform="cpu")
+    cfg = plan(plain_ppo(auto_tune=True), num_devices=2, platform="cpu")
     assert cfg.num_envs == 512
-    cfg = plan(TrainConfig(auto_tune=True, num_envs=64), explicit=frozenset({"num_envs"}))
+    cfg = plan(plain_ppo(auto_tune=True, num_envs=64), explicit=frozenset({"num_envs"}))
     assert cfg.num_envs == 64
-    gpu = plan(TrainConfig(auto_tune=True, num_steps=32), num_devices=1, platform="gpu")
+    gpu = plan(plain_ppo(auto_tune=True, num_steps=32), num_devices=1, platform="gpu")
     assert gpu.num_envs == 16384  # one GPU: a batch of 524,288 in minibatches of <= 8,192
     assert gpu.num_minibatches == 64 and gpu.batch_size // gpu.num_minibatches == 8192
 
@@ -174,11 +174,11 @@ def test_plan_auto_tune_picks_envs():
 def test_plan_minibatch_near_target(envs, steps, devices):
     envs = envs * devices
     cfg = plan(
-        TrainConfig(num_envs=envs, num_steps=steps, total_timesteps=10**9), num_devices=devices
+        plain_ppo(num_envs=envs, num_steps=steps, total_timesteps=10**9), num_devices=devices
     )
     validate(cfg, devices)
-    assert cfg.minibatch_size <= max(TARGET_MINIBATCH, TrainConfig().minibatch_size)
-    assert cfg.update_epochs >= min(MIN_EPOCHS, TrainConfig().update_epochs)
+    assert cfg.minibatch_size <= max(TARGET_MINIBATCH, plain_ppo().minibatch_size)
+    assert cfg.update_epochs >= min(MIN_EPOCHS, plain_ppo().update_epochs)
     if cfg.batch_size > 4 * TARGET_MINIBATCH:
         assert cfg.minibatch_size > TARGET_MINIBATCH // 4
 
@@ -196,11 +196,11 @@ def test_plan_minibatch_near_target(envs, steps, devices):
 )
 def test_validate_errors(kw, msg):
     with pytest.raises(ValueError, match=msg):
-        validate(TrainConfig(**kw))
+        validate(plain_ppo(**kw))
 
 
 def test_config_dict_roundtrip():
-    cfg = plan(TrainConfig(num_envs=2048, ent_coef_end=0.01))
+    cfg = plan(plain_ppo(num_envs=2048, ent_coef_end=0.01))
     assert TrainConfig.from_dict(cfg.to_dict()) == cfg
     with pytest.raises(ValueError, match="unknown config keys"):
         TrainConfig.from_dict({"bogus": 1})
@@ -215,7 +215,7 @@ OLD_CURRICULUM_KEYS = {
 
 def test_a_saved_config_with_the_removed_curriculum_keys_still_loads(recwarn):
     assert REMOVED_FIELDS == OLD_CURRICULUM_KEYS
-    cfg = plan(TrainConfig(num_envs=64, network="grid"))
+    cfg = plan(plain_ppo(num_envs=64, network="grid"))
     assert TrainConfig.from_dict({**cfg.to_dict(), **OLD_CURRICULUM_KEYS}) == cfg
     assert not recwarn.list  # the curricula were off: nothing changes, nothing to say
 
@@ -226,7 +226,7 @@ def test_a_saved_config_with_the_removed_curriculum_keys_still_loads(recwarn):
      {"kit_programs": 1, "kit_pool": "undo"}],
 )  # fmt: skip
 def test_a_saved_curriculum_setting_is_ignored_with_a_warning_naming_it(used):
-    cfg = TrainConfig(seed=3)
+    cfg = plain_ppo(seed=3)
     saved = {**cfg.to_dict(), **OLD_CURRICULUM_KEYS, **used}
     with pytest.warns(UserWarning, match="ignoring removed training-curriculum") as caught:
         assert TrainConfig.from_dict(saved) == cfg
@@ -244,29 +244,31 @@ def test_hm_train_no_longer_takes_the_curriculum_flags(flag, capsys):
     assert "unrecognized arguments" in capsys.readouterr().err
 
 
-def test_hm_train_defaults_are_the_default_preset_and_reference_is_plain_ppo():
+def test_hm_train_defaults_are_the_field_defaults_and_reference_is_plain_ppo():
     from hackmatrix_train.cli import build_parser, config_from_args
-    from hackmatrix_train.config import PRESETS
 
     cfg, explicit = config_from_args(build_parser().parse_args([]))
     assert explicit == frozenset()
-    for name, value in PRESETS["default"].items():
-        assert getattr(cfg, name) == value, name
+    assert cfg == TrainConfig()  # one set of defaults: the default recipe
     assert cfg.network == "grid" and cfg.program_bonus > 0 and cfg.disabled_programs == ("undo",)
     assert cfg.run_suffix is None  # the default's runs are named after the recipe alone
-    ref, _ = config_from_args(build_parser().parse_args(["--preset", "reference"]))
-    assert ref == TrainConfig()  # the plain-PPO field defaults of the earlier trainer
+    ref, _ = config_from_args(
+        build_parser().parse_args(["--recipe", str(RECIPES / "reference.toml")])
+    )
+    assert ref == plain_ppo()
     assert (ref.network, ref.ent_coef, ref.num_steps, ref.explore_floor) == ("mlp", 0.15, 128, 0.0)
+    assert (ref.time_budget, ref.ent_coef_end, ref.explore_floor_end) == (None, None, None)
+    assert not ref.program_terms_skip_undo and ref.disabled_programs == ()
 
 
-def test_explicit_flags_override_the_preset():
+def test_explicit_flags_override_the_recipe():
     from hackmatrix_train.cli import build_parser, config_from_args
 
     args = build_parser().parse_args(["--network", "mlp", "--ent-coef", "0.05"])
     cfg, explicit = config_from_args(args)
     assert explicit == {"network", "ent_coef"}
     assert (cfg.network, cfg.ent_coef) == ("mlp", 0.05)
-    assert cfg.num_steps == 32  # the rest from the preset
+    assert cfg.num_steps == 32  # the rest from the defaults
     off, _ = config_from_args(build_parser().parse_args(["--explore-floor", "0"]))
     assert off.explore_floor == 0 and off.explore_floor_end is None
     validate(off)
@@ -274,13 +276,17 @@ def test_explicit_flags_override_the_preset():
     assert unclipped.vf_clip_eps == 0.0 and unclipped.clip_eps == 0.2
     validate(unclipped)
     assert config_from_args(build_parser().parse_args([]))[0].vf_clip_eps is None
+    depth = ["--recipe", str(RECIPES / "depth.toml")]
+    flagged, explicit = config_from_args(build_parser().parse_args([*depth, "--lr", "2e-3"]))
+    assert flagged.lr == 2e-3 and explicit == {"lr"} and flagged.vf_coef == 0.5
 
 
-def test_the_depth_and_programs_presets_are_the_recipe_without_program_terms_nor_annealed_rate():
+def test_the_depth_and_programs_recipes_are_the_default_without_program_terms_nor_annealed_rate():
     from hackmatrix_train.cli import build_parser, config_from_args, default_run_name
 
     default, _ = config_from_args(build_parser().parse_args([]))
-    depth, explicit = config_from_args(build_parser().parse_args(["--preset", "depth"]))
+    depth_argv = ["--recipe", str(RECIPES / "depth.toml")]
+    depth, explicit = config_from_args(build_parser().parse_args(depth_argv))
     assert explicit == frozenset()
     assert depth == default.replace(
         program_bonus=0.0,
@@ -297,19 +303,20 @@ def test_the_depth_and_programs_presets_are_the_recipe_without_program_terms_nor
     )
     assert default_run_name(depth) == default_run_name(default) + "-depth"
     validate(depth)
-    programs, _ = config_from_args(build_parser().parse_args(["--preset", "programs"]))
+    programs_argv = ["--recipe", str(RECIPES / "programs.toml")]
+    programs, _ = config_from_args(build_parser().parse_args(programs_argv))
     assert programs == depth.replace(
         program_bonus=2.0, program_terms_skip_undo=True, run_suffix="programs"
     )
     validate(programs)
     stronger, _ = config_from_args(
-        build_parser().parse_args(["--preset", "programs", "--program-bonus", "5"])
+        build_parser().parse_args([*programs_argv, "--program-bonus", "5"])
     )
     assert stronger.program_bonus == 5.0 and stronger.program_terms_skip_undo
 
 
-def test_the_default_preset_is_the_measured_flag_set():
-    """The default is the command line of the runs it is documented by: the programs preset
+def test_the_default_recipe_is_the_measured_flag_set():
+    """The default is the command line of the runs it is documented by: the programs recipe
     with a bonus of 5, the floor from the first update, UNDO out of the mask, a learning
     rate of 1e-3 annealed to 0, a quarter of the value weight and a time budget of 50 min."""
     from hackmatrix_env.constants import FIRST_PROGRAM, PROGRAM_NAMES
@@ -317,8 +324,8 @@ def test_the_default_preset_is_the_measured_flag_set():
     from hackmatrix_train.config import disabled_actions
 
     measured_flags = [
-        "--preset",
-        "programs",
+        "--recipe",
+        str(RECIPES / "programs.toml"),
         "--program-bonus",
         "5",
         "--explore-floor-start",
@@ -340,7 +347,7 @@ def test_the_default_preset_is_the_measured_flag_set():
     measured, _ = config_from_args(build_parser().parse_args(measured_flags))
     default, explicit = config_from_args(build_parser().parse_args([]))
     assert explicit == frozenset()
-    assert default == measured.replace(run_suffix=None)
+    assert default == measured.replace(run_suffix=None, total_timesteps=default.total_timesteps)
     assert disabled_actions(default) == (FIRST_PROGRAM + PROGRAM_NAMES.index("undo"),)
     validate(default)
     undo_back, _ = config_from_args(build_parser().parse_args(["--disabled-programs"]))
@@ -349,11 +356,37 @@ def test_the_default_preset_is_the_measured_flag_set():
     assert not constant.anneal_lr and explicit == frozenset({"anneal_lr"})
 
 
-def test_unknown_preset_is_a_clear_error():
-    from hackmatrix_train.config import apply_preset
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [("lr = 'fast'", "lr = 'fast'"), ("best = 1", "'best' is not a recipe field"),
+     ("lr = ", "cannot read recipe"), ("num_envs = 1.5", "num_envs = 1.5"), ("seed = 'none'", "seed = 'none'")],
+)  # fmt: skip
+def test_a_bad_recipe_is_a_clear_error(tmp_path, text, error):
+    from hackmatrix_train.config import load_recipe
 
-    with pytest.raises(ValueError, match="unknown preset"):
-        apply_preset(TrainConfig(), "best")
+    path = tmp_path / "bad.toml"
+    path.write_text(text + "\n")
+    with pytest.raises(ValueError, match=error):
+        load_recipe(path)
+    with pytest.raises(SystemExit, match=error):
+        config_from_args(build_parser().parse_args(["--recipe", str(path)]))
+    with pytest.raises(SystemExit, match="cannot read recipe"):
+        config_from_args(build_parser().parse_args(["--recipe", str(tmp_path / "missing.toml")]))
+
+
+def test_every_recipe_file_loads_and_validates():
+    for path in sorted(RECIPES.glob("*.toml")):
+        cfg, _ = config_from_args(build_parser().parse_args(["--recipe", str(path)]))
+        validate(cfg)
+
+
+def test_a_saved_config_lacking_a_field_loads_as_the_run_it_was():
+    """Checkpoints saved before a field existed ran without it: ``SAVED_DEFAULTS`` fills it,
+    not the default recipe (a missing ``disabled_programs`` is no program disabled)."""
+    saved = plain_ppo(seed=4).to_dict()
+    for key in ("disabled_programs", "program_bonus", "program_terms_skip_undo", "time_budget"):
+        del saved[key]
+    assert TrainConfig.from_dict(saved) == plain_ppo(seed=4)
 
 
 @pytest.mark.parametrize(
@@ -363,7 +396,7 @@ def test_unknown_preset_is_a_clear_error():
 def test_cpu_device_count_splits_envs_and_minibatches_evenly(envs, minibatches, cores, want):
     from hackmatrix_train.cli import cpu_device_count
 
-    cfg = TrainConfig(num_envs=envs, num_steps=4, num_minibatches=minibatches)
+    cfg = plain_ppo(num_envs=envs, num_steps=4, num_minibatches=minibatches)
     n = cpu_device_count(cfg, cores)
     assert n == want
     validate(cfg.replace(total_timesteps=10**6), n)

@@ -18,6 +18,7 @@ from hackmatrix_env.adapters import DisabledActionsWrapper, allowed_actions, res
 from hackmatrix_env.constants import NUM_ACTIONS, Action
 from hackmatrix_env.observation import observe
 from hackmatrix_train.config import TrainConfig, describe_plan, disabled_actions, validate
+from train.recipes import plain_ppo
 from undo_testlib import UNDO_ACTION, OwnsUndo
 
 PLAIN = HackMatrix()
@@ -152,11 +153,11 @@ def test_config_names_programs_and_refuses_unknown_ones():
     assert cfg.disabled_programs == ("undo", "warp") and "disabled_programs" in explicit
     assert disabled_actions(cfg) == (int(Action.WARP), UNDO_ACTION)
     assert TrainConfig.from_dict(cfg.to_dict()) == cfg  # the checkpoint's JSON round trip
-    assert TrainConfig().disabled_programs == () and disabled_actions(TrainConfig()) == ()
+    assert plain_ppo().disabled_programs == () and disabled_actions(plain_ppo()) == ()
     assert "disabled programs (out of the agent's mask, the game unchanged): undo, warp" in (
         describe_plan(cfg)
     )
-    assert "disabled" not in describe_plan(TrainConfig())
+    assert "disabled" not in describe_plan(plain_ppo())
     with pytest.raises(ValueError, match="unknown program names \\['undoo'\\]"):
         validate(cfg.replace(disabled_programs=("undoo",)))
 
@@ -164,7 +165,7 @@ def test_config_names_programs_and_refuses_unknown_ones():
 def test_the_trainer_builds_its_env_without_the_disabled_programs():
     from hackmatrix_train.loop import make_env, make_train
 
-    cfg = TrainConfig(num_envs=4, num_steps=4, total_timesteps=16, disabled_programs=("undo",))
+    cfg = plain_ppo(num_envs=4, num_steps=4, total_timesteps=16, disabled_programs=("undo",))
     env = make_env(cfg)
     assert isinstance(env, DisabledActionsWrapper) and env.disabled == (UNDO_ACTION,)
     assert isinstance(make_env(cfg.replace(disabled_programs=())), HackMatrix)

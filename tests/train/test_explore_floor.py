@@ -10,7 +10,7 @@ import optax
 import pytest
 from hackmatrix_env.constants import NUM_ACTIONS, Action
 from hackmatrix_train.cli import build_parser, config_from_args
-from hackmatrix_train.config import TrainConfig, validate
+from hackmatrix_train.config import validate
 from hackmatrix_train.loop import make_train
 from hackmatrix_train.ppo import (
     entropy_coef,
@@ -23,6 +23,7 @@ from hackmatrix_train.ppo import (
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
+from train.recipes import plain_ppo
 from train.train_probes import ProbeParams, ProbeSuite
 
 SIPHON = int(Action.SIPHON)
@@ -111,19 +112,19 @@ def test_floor_holds_an_action_the_loss_pushes_out():
 
 
 def test_floor_schedule():
-    off = TrainConfig(explore_floor=0.0, explore_floor_end=None)
+    off = plain_ppo(explore_floor=0.0, explore_floor_end=None)
     assert explore_floor(off, make_schedule(off, 10), jnp.int32(3)) is None
-    const = TrainConfig(explore_floor=0.02, explore_floor_end=None, explore_floor_start=0.0)
+    const = plain_ppo(explore_floor=0.02, explore_floor_end=None, explore_floor_start=0.0)
     assert float(explore_floor(const, make_schedule(const, 10), jnp.int32(7))) == pytest.approx(
         0.02
     )
-    ramp = TrainConfig(explore_floor=0.02, explore_floor_end=0.0, explore_floor_start=0.0)
+    ramp = plain_ppo(explore_floor=0.02, explore_floor_end=0.0, explore_floor_start=0.0)
     assert float(explore_floor(ramp, make_schedule(ramp, 10), jnp.int32(5))) == pytest.approx(0.01)
     assert float(explore_floor(ramp, make_schedule(ramp, 10), jnp.int32(10))) == pytest.approx(0.0)
 
 
 def test_floor_starts_after_its_fraction_of_the_run_then_anneals_over_the_rest():
-    cfg = TrainConfig(explore_floor=0.02, explore_floor_end=0.0, explore_floor_start=0.6)
+    cfg = plain_ppo(explore_floor=0.02, explore_floor_end=0.0, explore_floor_start=0.6)
     values = [float(explore_floor(cfg, make_schedule(cfg, 10), jnp.int32(u))) for u in range(11)]
     assert values[:6] == [0.0] * 6  # updates 0..5: off
     assert values[6] == pytest.approx(0.02)  # switched on at 60 % of the run
@@ -132,7 +133,7 @@ def test_floor_starts_after_its_fraction_of_the_run_then_anneals_over_the_rest()
 
 
 def test_penalty_weight_is_a_step_by_default_and_ramps_in_when_asked():
-    step = TrainConfig(explore_floor=0.02, explore_floor_start=0.6, explore_coef=0.3)
+    step = plain_ppo(explore_floor=0.02, explore_floor_start=0.6, explore_coef=0.3)
     ramp = step.replace(explore_floor_ramp=0.2)  # 2 of 10 updates
 
     def weights(cfg):
@@ -177,7 +178,7 @@ def test_a_zero_floor_adds_no_loss_and_no_gradient():
 )
 def test_validate_rejects_bad_floors(kw, msg):
     with pytest.raises(ValueError, match=msg):
-        validate(TrainConfig(**kw))
+        validate(plain_ppo(**kw))
 
 
 def test_cli_flags_reach_the_config():
@@ -189,11 +190,11 @@ def test_cli_flags_reach_the_config():
     assert (cfg.explore_floor, cfg.explore_floor_end, cfg.explore_coef) == (0.02, 0.001, 0.3)
     assert cfg.explore_floor_ramp == 0.1
     assert {"explore_floor", "explore_floor_end", "explore_coef", "explore_floor_ramp"} <= explicit
-    assert TrainConfig().explore_floor == 0.0  # off by default: the reference PPO
+    assert plain_ppo().explore_floor == 0.0  # off by default: the reference PPO
 
 
 def test_floor_needs_the_hackmatrix_action_space():
-    cfg = TrainConfig(num_envs=4, num_steps=4, total_timesteps=64, explore_floor=0.02)
+    cfg = plain_ppo(num_envs=4, num_steps=4, total_timesteps=64, explore_floor=0.02)
     with pytest.raises(ValueError, match="HackMatrix action space"):
         make_train(cfg, ProbeSuite(), ProbeParams(max_steps_in_episode=4))
 
@@ -209,7 +210,7 @@ def test_schedule_given_as_traced_data_equals_the_host_schedule(num_updates, sta
     """The jitted chunk takes the Schedule as int32 data (one compilation for every run length):
     each schedule value equals the one with the host's Python ints compiled in (to float
     rounding: XLA may fuse a multiply-add or divide by a reciprocal either way)."""
-    cfg = TrainConfig(
+    cfg = plain_ppo(
         explore_floor=0.02, explore_floor_end=0.001, explore_floor_start=start,
         explore_floor_ramp=ramp, ent_coef=0.02, ent_coef_end=0.002, anneal_lr=True,
     )  # fmt: skip

@@ -16,13 +16,13 @@ SCRIPT = textwrap.dedent(
     import json, sys, tempfile
     import jax, numpy as np
     from hackmatrix_train import checkpoint as ckpt
-    from hackmatrix_train.config import TrainConfig
     from hackmatrix_train.loop import make_train
+    from train.recipes import plain_ppo
     from train.train_probes import ProbeParams, ProbeSuite
 
     assert jax.device_count() == 2, jax.devices()
-    cfg = TrainConfig(num_envs=16, num_steps=8, total_timesteps=16 * 8 * 3, num_minibatches=2,
-                      update_epochs=2, hidden_dim=16, num_layers=1, no_wandb=True)
+    cfg = plain_ppo(num_envs=16, num_steps=8, total_timesteps=16 * 8 * 3, num_minibatches=2,
+                    update_epochs=2, hidden_dim=16, num_layers=1, no_wandb=True)
     trainer = make_train(cfg, ProbeSuite(), ProbeParams())
     runner = trainer.init()
     runner, metrics = trainer.run_chunk(runner, 3)
@@ -82,13 +82,13 @@ SAME_STEP_SCRIPT = textwrap.dedent(
     import jax, jax.numpy as jnp, numpy as np
     from jax.sharding import Mesh, PartitionSpec as P
     from hackmatrix_env import HackMatrix
-    from hackmatrix_train.config import TrainConfig, apply_preset
+    from hackmatrix_train.config import TrainConfig
     from hackmatrix_train.network import make_network
     from hackmatrix_train.ppo import make_optimizer, minibatch_step
     from hackmatrix_train.rollout import Transition
 
     assert jax.device_count() == 2, jax.devices()
-    cfg = apply_preset(TrainConfig(hidden_dim=16, num_layers=1), "default")  # grid net, floor on
+    cfg = TrainConfig(hidden_dim=16, num_layers=1)  # the default recipe: grid net, floor on
     env, n = HackMatrix(), 16
     reset = jax.jit(jax.vmap(env.reset, in_axes=(0, None)))
     obs, _ = reset(jax.random.split(jax.random.key(1), n), env.default_params)

@@ -7,11 +7,11 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
-from hackmatrix_train.config import TrainConfig
 from hackmatrix_train.loop import make_train
 from hackmatrix_train.network import masked_categorical
 from hackmatrix_train.ppo import compute_gae, ppo_loss, value_loss
 from hackmatrix_train.rollout import Transition, collect_rollout
+from train.recipes import plain_ppo
 from train.train_probes import (
     ACTION_DEPENDENT,
     CONSTANT,
@@ -87,7 +87,7 @@ GAMMA = 0.5
 def suite_trained():
     """PPO (tiny MLP) trained on all six probes at once."""
     updates = 120
-    cfg = TrainConfig(
+    cfg = plain_ppo(
         num_envs=32, num_steps=8, total_timesteps=32 * 8 * updates, num_minibatches=2,
         update_epochs=4, lr=3e-3, hidden_dim=32, num_layers=1, ent_coef=0.0, gamma=GAMMA,
     )  # fmt: skip

@@ -16,7 +16,7 @@ from builders import make_state
 from hackmatrix_env import EnvParams, HackMatrix
 from hackmatrix_env.constants import NUM_REWARD_COMPONENTS, Action, Program
 from hackmatrix_train.cli import build_parser, config_from_args
-from hackmatrix_train.config import TrainConfig, validate
+from hackmatrix_train.config import validate
 from hackmatrix_train.loop import make_train
 from hackmatrix_train.ppo import make_schedule, program_bonus_coef
 from hackmatrix_train.rollout import (
@@ -27,6 +27,7 @@ from hackmatrix_train.rollout import (
 )
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from train.recipes import plain_ppo
 from train.train_probes import ProbeParams, ProbeSuite
 
 ENV = HackMatrix()
@@ -170,8 +171,8 @@ def test_skip_undo_is_a_flag_that_needs_a_program_term():
     counted, _ = config_from_args(build_parser().parse_args(["--no-program-terms-skip-undo"]))
     assert counted.program_bonus == 5 and not counted.program_terms_skip_undo
     with pytest.raises(ValueError, match="--program-terms-skip-undo changes nothing"):
-        validate(TrainConfig(program_terms_skip_undo=True))
-    validate(TrainConfig(program_terms_skip_undo=True, program_potential=1.0))
+        validate(plain_ppo(program_terms_skip_undo=True))
+    validate(plain_ppo(program_terms_skip_undo=True, program_potential=1.0))
 
 
 def test_rollouts_with_shaping_play_the_same_games_with_the_same_rewards():
@@ -217,13 +218,13 @@ def test_rollouts_with_shaping_play_the_same_games_with_the_same_rewards():
 def test_program_terms_config_is_checked_and_reaches_the_trainer(field):
     flag = "--" + field.replace("_", "-")
     with pytest.raises(ValueError, match=flag):
-        validate(TrainConfig(**{field: -1.0}))
+        validate(plain_ppo(**{field: -1.0}))
     cfg, explicit = config_from_args(build_parser().parse_args([flag, "2"]))
     assert getattr(cfg, field) == 2.0 and field in explicit
-    assert getattr(TrainConfig(), field) == 0.0  # off in plain PPO
+    assert getattr(plain_ppo(), field) == 0.0  # off in plain PPO
     default = config_from_args(build_parser().parse_args([]))[0]
     assert getattr(default, field) == {"program_potential": 0.0, "program_bonus": 5.0}[field]
-    probe = TrainConfig(num_envs=4, num_steps=4, total_timesteps=16, **{field: 1.0})
+    probe = plain_ppo(num_envs=4, num_steps=4, total_timesteps=16, **{field: 1.0})
     with pytest.raises(ValueError, match=f"{flag} needs .*programs"):
         make_train(probe, ProbeSuite(), ProbeParams())
 
@@ -237,16 +238,16 @@ def test_the_bonus_end_flag_is_checked_and_reaches_the_trainer():
     assert config_from_args(build_parser().parse_args([]))[0].program_bonus_end is None
     for bad in (-1.0, float("nan"), float("inf")):
         with pytest.raises(ValueError, match="--program-bonus-end must be >= 0"):
-            validate(TrainConfig(program_bonus=1.0, program_bonus_end=bad))
+            validate(plain_ppo(program_bonus=1.0, program_bonus_end=bad))
     with pytest.raises(ValueError, match="--program-bonus-end changes nothing"):
-        validate(TrainConfig(program_bonus_end=0.0))
+        validate(plain_ppo(program_bonus_end=0.0))
     # a bonus that rises from 0 is a bonus: UNDO may be left out of it
-    validate(TrainConfig(program_bonus_end=2.0, program_terms_skip_undo=True))
+    validate(plain_ppo(program_bonus_end=2.0, program_terms_skip_undo=True))
 
 
 @pytest.mark.parametrize("start, end", [(4.0, 0.0), (1.0, None), (0.0, 3.0)])
 def test_the_bonus_coefficient_moves_linearly_over_the_run(start, end):
-    cfg = TrainConfig(program_bonus=start, program_bonus_end=end)
+    cfg = plain_ppo(program_bonus=start, program_bonus_end=end)
     sched = make_schedule(cfg, 10)
     got = [float(program_bonus_coef(cfg, sched, jnp.int32(u))) for u in (0, 5, 10, 20)]
     final = start if end is None else end
@@ -256,7 +257,7 @@ def test_the_bonus_coefficient_moves_linearly_over_the_run(start, end):
 def test_an_update_pays_the_bonus_at_the_scheduled_coefficient():
     """The same rollout (same key, params and envs) at updates 0, 2 and 4 of a 4-update run
     whose bonus falls from 4 to 0: its terms are 4, 2 and 0 x the same program count changes."""
-    cfg = TrainConfig(
+    cfg = plain_ppo(
         num_envs=64, num_steps=32, total_timesteps=4 * 64 * 32, hidden_dim=16,
         program_bonus=4.0, program_bonus_end=0.0, log_interval=1,
     )  # fmt: skip

@@ -12,11 +12,12 @@ from hackmatrix_train.config import TrainConfig, describe_plan, validate
 from hackmatrix_train.loop import make_train
 from hypothesis import given
 from hypothesis import strategies as st
+from train.recipes import RECIPES, plain_ppo
 from train.train_probes import ProbeParams, ProbeSuite
 from train.trees import assert_trees_equal
 
 ENV, PARAMS = ProbeSuite(), ProbeParams()
-CFG = TrainConfig(
+CFG = plain_ppo(
     num_envs=8, num_steps=8, total_timesteps=8 * 8 * 50, num_minibatches=2, update_epochs=2,
     hidden_dim=16, num_layers=1, log_interval=2, no_wandb=True, seed=3, ent_coef=0.1,
     ent_coef_end=0.0, final_eval_episodes=0,
@@ -163,20 +164,23 @@ def test_cli_flag():
 
 
 def test_the_default_is_a_budget_and_an_explicit_length_replaces_it(capsys):
-    """``hm-train`` alone trains for the default preset's budget; ``--total-timesteps`` gives a
+    """``hm-train`` alone trains for the default recipe's budget; ``--total-timesteps`` gives a
     fixed length instead (the budget would otherwise replace it), and asking for both is an
     error rather than a silent choice of one."""
-    from hackmatrix_train.config import PRESETS
-
     default, explicit = config_from_args(build_parser().parse_args([]))
-    assert default.time_budget == PRESETS["default"]["time_budget"] and not explicit
+    assert default.time_budget == TrainConfig().time_budget == 50.0 and not explicit
     fixed, explicit = config_from_args(build_parser().parse_args(["--total-timesteps", "2M"]))
     assert fixed.time_budget is None and fixed.total_timesteps == 2_000_000
     assert fixed == default.replace(time_budget=None, total_timesteps=2_000_000)
     assert "as many updates as fit" not in describe_plan(fixed)
     assert "as many updates as fit --time-budget 50 min" in describe_plan(default)
-    other_preset, _ = config_from_args(build_parser().parse_args(["--preset", "depth"]))
-    assert other_preset.time_budget is None  # the other presets keep their fixed lengths
+    depth = str(RECIPES / "depth.toml")
+    other_recipe, _ = config_from_args(build_parser().parse_args(["--recipe", depth]))
+    assert other_recipe.time_budget is None  # a recipe's length replaces the budget too
+    budgeted, _ = config_from_args(
+        build_parser().parse_args(["--recipe", depth, "--time-budget", "9"])
+    )
+    assert budgeted.time_budget == 9.0  # unless a budget is given as well
     with pytest.raises(SystemExit):
         build_parser().parse_args(["--total-timesteps", "2M", "--time-budget", "5"])
     assert "not allowed with" in capsys.readouterr().err

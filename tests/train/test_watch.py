@@ -26,6 +26,7 @@ from hackmatrix_train.network import make_network
 from hackmatrix_train.replay_html import write_html
 from hackmatrix_train.watch import main as watch_main
 from train.browser import chromium_or_skip, console_errors
+from train.recipes import plain_ppo
 
 SEED, BATCH, MAX_STEPS = 5, 3, 40
 PARAMS = EnvParams(max_steps_in_episode=MAX_STEPS)
@@ -119,7 +120,7 @@ def test_eval_replay_shows_the_episodes_hm_eval_scores(tmp_path):
     The export was saved with a start-kit curriculum the trainer no longer has: it loads
     with a warning, and ``--start-stage 3`` starts the evaluation there.
     """
-    cfg = TrainConfig(hidden_dim=16, num_layers=1, max_steps_in_episode=MAX_STEPS, no_wandb=True)
+    cfg = plain_ppo(hidden_dim=16, num_layers=1, max_steps_in_episode=MAX_STEPS, no_wandb=True)
     old = {**cfg.to_dict(), "start_stage": 1, "kit_siphons": 3, "kit_prob": 0.5}
     params = write_params_export(tmp_path / "run", cfg, old)
     out, summary = tmp_path / "eval.html", tmp_path / "eval.json"

@@ -17,21 +17,19 @@ from pathlib import Path
 
 from hackmatrix_train import compile_cache
 from hackmatrix_train.config import (
-    DEFAULT_PRESET,
     NETWORKS,
-    PRESETS,
     RUN_BOOKKEEPING,
     TrainConfig,
-    apply_preset,
+    apply_recipe,
     describe_plan,
-    has_program_term,
+    load_recipe,
     plan,
 )
 
 # Flags of hm-train that are not TrainConfig fields (process set-up, not the experiment).
 NON_CONFIG_ARGS = (
     frozenset({"distributed", "coordinator_address", "num_processes", "process_id"})
-    | frozenset({"preset", "cpu_devices"})
+    | frozenset({"recipe", "cpu_devices"})
     | compile_cache.ARG_NAMES
 )
 
@@ -79,6 +77,14 @@ def build_parser() -> argparse.ArgumentParser:
         kw["help"] = kw.get("help", "") + f" (default: {default_text or getattr(d, dest)})"
         to.add_argument(flag, dest=dest, **kw)
 
+    p.add_argument(
+        "--recipe",
+        metavar="FILE",
+        default=None,
+        help="a TOML file of settings that replace the defaults, e.g. "
+        "experiments/recipes/depth.toml; flags given override it",
+    )
+    add("--seed")
     add("--num-envs", help="parallel environments")
     add("--num-steps", help="steps per env per rollout")
     length = p.add_mutually_exclusive_group()  # a run has a fixed length or a time budget
@@ -87,7 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
         to=length,
         type=parse_count,
         default_text="as many as fit --time-budget",
-        help="env steps to train (10M, 5e6, ...); given, it replaces the preset's time budget",
+        help="env steps to train (10M, 5e6, ...); given, it replaces the time budget",
     )
     add(
         "--time-budget",
@@ -96,115 +102,133 @@ def build_parser() -> argparse.ArgumentParser:
         help="minutes for compiling and training: time the compiled update, then train as "
         "many steps as fit (the final evaluation follows)",
     )
+    add("--auto-tune", action="store_true", help="pick num_envs for the hardware")
+    add("--network", choices=NETWORKS, help="mlp (flattened obs) or grid (conv over 6x6 cells)")
     add("--lr", help="Adam learning rate")
     add("--anneal-lr", action=argparse.BooleanOptionalAction, help="linear LR decay to 0")
-    add("--gamma")
-    add("--gae-lambda")
-    add("--num-minibatches")
-    add("--update-epochs")
-    add("--clip-eps")
-    add(
-        "--vf-clip-eps",
-        type=float,
-        default_text="--clip-eps",
-        help="clip range of the value loss around the rollout's value, in return units "
-        "(0: no value clipping)",
-    )
-    add("--vf-coef")
     add("--ent-coef", help="entropy coefficient (start value when annealed)")
-    add("--ent-coef-end", type=float, help="anneal the entropy coefficient linearly to this")
-    add("--max-grad-norm")
-    add(
-        "--explore-floor",
-        help="exploration floor: a loss penalty keeps P(siphon) and P(any program) >= this "
-        "wherever they are valid (0 = off; specs/train.md §5)",
-    )
-    add("--explore-floor-end", type=float, help="anneal the floor linearly to this")
-    add(
-        "--explore-floor-start",
-        help="fraction of the run before the floor switches on (then annealed over the rest)",
-    )
-    add("--explore-coef", help="weight of the exploration-floor penalty")
-    add(
-        "--explore-floor-ramp",
-        help="fraction of the run over which the penalty's weight rises from 0 to "
-        "--explore-coef after the switch-on (0: at once)",
-    )
-    add("--reward-scale", help="multiply rewards by this inside the loss")
-    add(
-        "--program-potential",
-        help="potential-based shaping inside the loss: phi = this x programs owned (0: off); "
-        "returns and evaluations stay the game's reward",
-    )
-    add(
-        "--program-bonus",
-        help="intrinsic reward inside the loss: this x each program acquired, kept at death "
-        "(0: off); returns and evaluations stay the game's reward",
-    )
-    add(
-        "--program-bonus-end",
-        type=float,
-        help="move the program bonus linearly from --program-bonus to this over the run "
-        "(unset: constant)",
-    )
-    add(
-        "--program-terms-skip-undo",
-        action=argparse.BooleanOptionalAction,
-        help="the program potential and bonus count every program but UNDO",
-    )
-    add(
-        "--disabled-programs",
-        type=str,
-        nargs="*",
-        metavar="NAME",
-        help="programs taken out of the agent's action mask in training and evaluation, e.g. "
-        "'undo' (an ablation of the agent; the game is unchanged); the flag alone: none",
-    )
-    add("--network", choices=NETWORKS, help="mlp (flattened obs) or grid (conv over 6x6 cells)")
-    add("--hidden-dim")
-    add("--num-layers")
-    add("--max-steps-in-episode", help="truncation limit (EnvParams)")
-    add(
-        "--history-depth",
-        help="UNDO snapshots kept (EnvParams.history_depth); raise it for UNDO-heavy "
-        "policies, see stats/history_overflow_frac",
-    )
-    add("--log-interval", help="updates per jitted chunk / log line")
-    add("--no-wandb", action="store_true", help="disable wandb")
-    add("--project", help="wandb project")
-    add("--entity", help="wandb entity")
-    add("--run-name", help="run name (default: derived from the config)")
-    add("--run-suffix", help="appended to the run name")
+    add("--vf-coef", help="value-loss weight")
+    add("--checkpoint-dir", help="root of run directories")
     add("--resume", help="checkpoint file or run directory to continue")
     add(
         "--init-params",
         help="warm start: start from the params of this checkpoint (file, run dir or params "
         "export) with a fresh optimizer, schedules and envs; the network must match",
     )
-    add("--rewind", type=int, help="with --resume DIR: use the latest checkpoint <= this update")
-    add("--save-interval", type=int, help="also checkpoint every N updates")
-    add("--save-interval-minutes", help="checkpoint every N minutes")
-    add("--checkpoint-dir", help="root of run directories")
-    add("--keep-checkpoints", help="full checkpoints kept per run")
-    add(
-        "--no-artifact", action="store_true", help="do not log the final params as a wandb artifact"
-    )
-    add("--seed")
-    add("--auto-tune", action="store_true", help="pick num_envs for the hardware")
+    add("--no-wandb", action="store_true", help="disable wandb")
     add(
         "--final-eval-episodes",
         help="greedy episodes from stage 1 evaluated at the end of the run (0 = skip)",
     )
-    add("--final-eval-seed", help="key of the end-of-run evaluation (fixed: runs compare)")
-    p.add_argument(
-        "--preset",
-        choices=sorted(PRESETS),
-        default=DEFAULT_PRESET,
-        help="named defaults: 'default' is the single-run recipe (specs/train.md §10: program "
-        "bonus 5, the exploration floor from the first update, UNDO out of the agent's mask), "
-        "'depth' the recipe without program terms and with UNDO, 'programs' that with "
-        "--program-bonus 2 --program-terms-skip-undo, 'reference' the earlier trainer's plain "
-        "PPO; explicit flags override any of them",
+
+    add("--run-name", to=logs, default_text="derived from the config", help="run name")
+    add("--log-interval", to=logs, help="updates per jitted chunk / log line")
+    add("--project", to=logs, help="wandb project")
+    add("--entity", to=logs, help="wandb entity")
+    add("--run-suffix", to=logs, help="appended to the run name")
+    add(
+        "--rewind",
+        to=logs,
+        type=int,
+        help="with --resume DIR: the latest checkpoint <= this update",
+    )
+    add("--save-interval", to=logs, type=int, help="also checkpoint every N updates")
+    add("--save-interval-minutes", to=logs, help="checkpoint every N minutes")
+    add("--keep-checkpoints", to=logs, help="full checkpoints kept per run")
+    add(
+        "--no-artifact",
+        to=logs,
+        action="store_true",
+        help="do not log the final params as a wandb artifact",
+    )
+
+    add(
+        "--ent-coef-end",
+        to=knobs,
+        type=float,
+        help="anneal the entropy coefficient linearly to this",
+    )
+    add("--gamma", to=knobs)
+    add("--gae-lambda", to=knobs)
+    add("--num-minibatches", to=knobs)
+    add("--update-epochs", to=knobs)
+    add("--clip-eps", to=knobs)
+    add(
+        "--vf-clip-eps",
+        to=knobs,
+        type=float,
+        default_text="--clip-eps",
+        help="clip range of the value loss around the rollout's value, in return units "
+        "(0: no value clipping)",
+    )
+    add("--max-grad-norm", to=knobs)
+    add("--hidden-dim", to=knobs)
+    add("--num-layers", to=knobs)
+    add(
+        "--explore-floor",
+        to=knobs,
+        help="exploration floor: a loss penalty keeps P(siphon) and P(any program) >= this "
+        "wherever they are valid (0 = off; specs/train.md §5)",
+    )
+    add("--explore-floor-end", to=knobs, type=float, help="anneal the floor linearly to this")
+    add(
+        "--explore-floor-start",
+        to=knobs,
+        help="fraction of the run before the floor switches on (then annealed over the rest)",
+    )
+    add("--explore-coef", to=knobs, help="weight of the exploration-floor penalty")
+    add(
+        "--explore-floor-ramp",
+        to=knobs,
+        help="fraction of the run over which the penalty's weight rises from 0 to "
+        "--explore-coef after the switch-on (0: at once)",
+    )
+    add("--reward-scale", to=knobs, help="multiply rewards by this inside the loss")
+    add(
+        "--program-potential",
+        to=knobs,
+        help="potential-based shaping inside the loss: phi = this x programs owned (0: off); "
+        "returns and evaluations stay the game's reward",
+    )
+    add(
+        "--program-bonus",
+        to=knobs,
+        help="intrinsic reward inside the loss: this x each program acquired, kept at death "
+        "(0: off); returns and evaluations stay the game's reward",
+    )
+    add(
+        "--program-bonus-end",
+        to=knobs,
+        type=float,
+        help="move the program bonus linearly from --program-bonus to this over the run "
+        "(unset: constant)",
+    )
+    add(
+        "--program-terms-skip-undo",
+        to=knobs,
+        action=argparse.BooleanOptionalAction,
+        help="the program potential and bonus count every program but UNDO",
+    )
+    add(
+        "--disabled-programs",
+        to=knobs,
+        type=str,
+        nargs="*",
+        metavar="NAME",
+        help="programs taken out of the agent's action mask in training and evaluation, e.g. "
+        "'undo' (an ablation of the agent; the game is unchanged); the flag alone: none",
+    )
+    add("--max-steps-in-episode", to=knobs, help="truncation limit (EnvParams)")
+    add(
+        "--history-depth",
+        to=knobs,
+        help="UNDO snapshots kept (EnvParams.history_depth); raise it for UNDO-heavy "
+        "policies, see stats/history_overflow_frac",
+    )
+    add(
+        "--final-eval-seed",
+        to=knobs,
+        help="key of the end-of-run evaluation (fixed: runs compare)",
     )
     p.add_argument(
         "--cpu-devices",
@@ -240,7 +264,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --distributed: this process's index, 0..N-1; 0 writes every file "
         "(default: the cluster's)",
     )
-    compile_cache.add_arguments(p)
+    compile_cache.add_arguments(logs)
     return p
 
 
@@ -250,21 +274,19 @@ def default_run_name(cfg: TrainConfig) -> str:
 
 
 def config_from_args(args: argparse.Namespace) -> tuple[TrainConfig, frozenset[str]]:
-    """The config of the given flags over the chosen preset; ``explicit`` names the flags given."""
+    """The config of the given flags over ``--recipe`` (if any) over the defaults; ``explicit``
+    names the flags given. An unreadable or invalid recipe exits with the reason."""
     ns = {k: v for k, v in vars(args).items() if k not in NON_CONFIG_ARGS}
     explicit = frozenset(ns)
     if "disabled_programs" in ns:
         ns["disabled_programs"] = tuple(ns["disabled_programs"])
-    cfg = apply_preset(TrainConfig(**ns), getattr(args, "preset", DEFAULT_PRESET), explicit)
-    if "total_timesteps" in explicit:
-        cfg = cfg.replace(time_budget=None)  # a fixed length replaces the preset's budget
-    if cfg.explore_floor == 0 and "explore_floor_end" not in explicit:
-        cfg = cfg.replace(explore_floor_end=None)  # --explore-floor 0 turns the floor off
-    if cfg.explore_floor == 0 and "explore_floor_ramp" not in explicit:
-        cfg = cfg.replace(explore_floor_ramp=0.0)
-    if not has_program_term(cfg) and "program_terms_skip_undo" not in explicit:
-        cfg = cfg.replace(program_terms_skip_undo=False)  # --program-bonus 0: no term to skip in
-    return cfg, explicit
+    recipe = {}
+    if getattr(args, "recipe", None) is not None:
+        try:
+            recipe = load_recipe(args.recipe)
+        except ValueError as e:
+            raise SystemExit(f"error: {e}") from None
+    return apply_recipe(TrainConfig(**ns), recipe, explicit), explicit
 
 
 def _merge_resume(saved: TrainConfig, given: TrainConfig, explicit: frozenset[str]) -> TrainConfig:

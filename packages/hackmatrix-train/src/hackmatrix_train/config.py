@@ -1,7 +1,8 @@
-"""Training configuration: a frozen dataclass, the CLI's named presets, plus ``plan``.
+"""Training configuration: a frozen dataclass whose defaults are the default recipe, plus ``plan``.
 
-``hm-train``'s defaults are ``TrainConfig``'s field defaults overridden by ``PRESETS["default"]``
-(``--preset`` picks another); library users building a ``TrainConfig`` get plain PPO.
+``TrainConfig()`` is what ``uv run hm-train`` trains (specs/train.md §10 says why each value).
+Every other recipe is a TOML file of its differences from these defaults
+(``experiments/recipes/*.toml``, ``hm-train --recipe FILE``; ``load_recipe``, ``apply_recipe``).
 
 ``plan`` is pure: it turns a user config (and the set of flags given explicitly) into the config
 actually trained, with the auto-scaling of minibatches/epochs for large batches (specs/train.md §5).
@@ -11,73 +12,20 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import tomllib
+import types
+import typing
 import warnings
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from hackmatrix_env.constants import FIRST_PROGRAM, HISTORY_DEPTH, PROGRAM_NAMES
 
-# --auto-tune's envs per device: 256 per CPU core; 16,384 per GPU, where one H200 trains the
-# default recipe at 658k steps/s (1.01M at 32,768, 1.42M at 65,536) and learns more than the
-# CPU recipe in its first 257M steps (specs/train.md §10)
+# --auto-tune's envs per device (the measured speeds that chose them: specs/train.md §5, §10)
 AUTO_TUNE_ENVS = {"cpu": 256, "accelerator": 16384}
 TARGET_MINIBATCH = 8192  # auto-scaling keeps num_envs * num_steps / num_minibatches near this
 MIN_EPOCHS = 2  # auto-scaling never lowers update_epochs below this
 NETWORKS = ("mlp", "grid")
-
-# Named presets: values that replace the field defaults for every flag not given explicitly.
-# The field defaults of ``TrainConfig`` are plain PPO (any gymnax env, the configuration of the
-# earlier trainer); ``hm-train`` applies the preset "default", the single-run recipe of
-# specs/train.md §10: the grid encoder, a learning rate of 1e-3 annealed to 0, annealed entropy,
-# an exploration floor from the first update, a program bonus of 5 in the loss (UNDO not
-# counted), UNDO out of the agent's mask (the game is unchanged), a quarter of the usual value
-# weight and a time budget of 50 min in place of a fixed length: the trainer times its compiled
-# update and plans as many steps as fit (40-42M on the 2-core CPU, the run over within the hour;
-# an explicit --total-timesteps replaces the budget). Over 3 seeds its greedy policies reach
-# stage 5.01 (stage 5+ in 61 %), win by the exit (2.7 %) and run programs (3.65 per episode).
-# "depth" is the recipe without the program terms, UNDO in reach, the floor from 60 % of the
-# run, a constant rate 5e-4, the value weight 0.5 and a fixed 25M steps: at that length as deep
-# as the default was with the value weight 0.5 (stage 4.12 against 4.04 at 25M), no programs.
-# "programs" is "depth" with a bonus of 2 that leaves UNDO out.
-# "reference" keeps the earlier trainer's configuration reachable for comparisons.
-_DEPTH_RECIPE = {
-    "network": "grid",
-    "num_steps": 32,
-    "total_timesteps": 25_000_000,
-    "lr": 5e-4,
-    "ent_coef": 0.02,
-    "ent_coef_end": 0.002,
-    "explore_floor": 0.01,
-    "explore_floor_end": 0.001,
-    "explore_floor_start": 0.6,
-}
-PRESETS: dict[str, dict] = {
-    "default": {
-        **_DEPTH_RECIPE,
-        "lr": 1e-3,  # twice the depth recipe's, annealed to 0: 0.34 of a stage deeper
-        "anneal_lr": True,
-        "program_bonus": 5.0,
-        "program_terms_skip_undo": True,
-        "explore_floor": 0.003,  # to the recipe's explore_floor_end, from the first update
-        "explore_floor_start": 0.0,
-        "disabled_programs": ("undo",),
-        # the critic's gradient is ~4x the policy's in the shared trunk; a quarter of the usual
-        # weight goes 0.51 of a stage deeper than 0.5, with 2.3x the programs and 4x the wins
-        # (3 seeds, specs/train.md §10)
-        "vf_coef": 0.125,
-        # the probe's plan overruns by 4-12 % on the CPU, so 50 min ends within the hour
-        # (specs/train.md §6, §10)
-        "time_budget": 50.0,
-    },
-    "depth": {**_DEPTH_RECIPE, "run_suffix": "depth"},  # its runs get their own directory
-    "programs": {
-        **_DEPTH_RECIPE,
-        "program_bonus": 2.0,
-        "program_terms_skip_undo": True,
-        "run_suffix": "programs",
-    },
-    "reference": {},
-}
-DEFAULT_PRESET = "default"
 
 # Fields that name, log or checkpoint a run and change nothing it learns: --resume may change
 # them (cli.RESUME_MUTABLE), and runs that differ only in these, their names and their seeds are
@@ -103,24 +51,47 @@ REMOVED_FIELDS: dict[str, object] = {
 }
 
 
+# The value a saved config lacking the field was trained with: the field's default before the
+# defaults became the default recipe (fields added since then were saved by every run), so an
+# older checkpoint loads as the run it was (``TrainConfig.from_dict``, ``saved_config``).
+SAVED_DEFAULTS: dict[str, object] = {
+    "num_steps": 128,
+    "total_timesteps": 10_000_000,
+    "time_budget": None,
+    "lr": 2.5e-4,
+    "anneal_lr": False,
+    "vf_coef": 0.5,
+    "ent_coef": 0.15,
+    "ent_coef_end": None,
+    "explore_floor": 0.0,
+    "explore_floor_end": None,
+    "program_bonus": 0.0,
+    "program_terms_skip_undo": False,
+    "disabled_programs": (),
+    "network": "mlp",
+}
+
+
 @dataclass(frozen=True)
 class TrainConfig:
     """Every hyperparameter of a run. Field names are the CLI flags with ``-`` -> ``_``.
 
-    The field defaults are plain PPO, valid for any gymnax env; ``hm-train`` starts from
-    ``PRESETS[DEFAULT_PRESET]`` on top of them.
+    The field defaults are the default recipe, HackMatrix's (``hm-train`` with no flag): the grid
+    encoder, a program bonus and UNDO out of the agent's mask, and a time budget in place of a
+    fixed length (set ``time_budget=None`` for ``total_timesteps``). Plain PPO, for any gymnax
+    env, is ``experiments/recipes/reference.toml``.
     """
 
     # rollout / batch
     num_envs: int = 256
-    num_steps: int = 128
-    total_timesteps: int = 10_000_000
+    num_steps: int = 32
+    total_timesteps: int = 25_000_000  # the length when time_budget is None
     # minutes for compiling and training: when set, the trainer times its compiled chunk and
     # replaces total_timesteps with what fits (cli.plan_time_budget); None: total_timesteps
-    time_budget: float | None = None
+    time_budget: float | None = 50.0
     # optimisation
-    lr: float = 2.5e-4
-    anneal_lr: bool = False  # linear LR decay to 0 over the run
+    lr: float = 1e-3
+    anneal_lr: bool = True  # linear LR decay to 0 over the run
     gamma: float = 0.99
     gae_lambda: float = 0.95
     num_minibatches: int = 4
@@ -129,14 +100,14 @@ class TrainConfig:
     # the value loss's clip range around the rollout's value, in return units: None = the
     # policy's clip_eps (the PPO2 convention), 0 = no value clipping (ppo.value_loss)
     vf_clip_eps: float | None = None
-    vf_coef: float = 0.5
-    ent_coef: float = 0.15
-    ent_coef_end: float | None = None  # None: constant; else linear from ent_coef to this
+    vf_coef: float = 0.125
+    ent_coef: float = 0.02
+    ent_coef_end: float | None = 0.002  # None: constant; else linear from ent_coef to this
     max_grad_norm: float = 0.5
     # exploration floor on the siphon action and on the program actions taken together
     # (ppo.floor_penalty): 0 = off; else a penalty keeps each group's probability >= this
-    explore_floor: float = 0.0
-    explore_floor_end: float | None = None  # None: constant; else linear from explore_floor
+    explore_floor: float = 0.003
+    explore_floor_end: float | None = 0.001  # None: constant; else linear from explore_floor
     # fraction of the run before the floor switches on: movement is learned first, then the
     # floor (annealed from explore_floor to explore_floor_end over the rest) adds siphons and
     # programs (specs/train.md §5)
@@ -151,19 +122,19 @@ class TrainConfig:
     program_potential: float = 0.0
     # intrinsic reward in the loss only: this x the change in programs owned, kept when the
     # episode ends (unlike the potential), so it pays for ending with programs; 0 = off
-    program_bonus: float = 0.0
+    program_bonus: float = 5.0
     # None: the bonus stays at program_bonus; else it moves linearly to this over the run, so
     # a bonus that keeps programs in play early can hand the policy back to the game's reward
     program_bonus_end: float | None = None
     # both program terms count every program but UNDO, whose cross-stage quirk (rules §11.4)
     # the game's reward already pays for
-    program_terms_skip_undo: bool = False
+    program_terms_skip_undo: bool = True
     # programs taken out of the agent's action mask in training and in every evaluation
     # (hackmatrix_env.adapters.DisabledActionsWrapper), by name, e.g. ("undo",): an ablation
     # of the agent, the game is unchanged
-    disabled_programs: tuple[str, ...] = ()
+    disabled_programs: tuple[str, ...] = ("undo",)
     # network
-    network: str = "mlp"
+    network: str = "grid"
     hidden_dim: int = 256
     num_layers: int = 2
     # env
@@ -216,15 +187,23 @@ class TrainConfig:
 
     @classmethod
     def from_dict(cls, d: dict) -> TrainConfig:
-        """The config of a saved dict; ``REMOVED_FIELDS`` are dropped, other unknown keys refused."""
-        names = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(d) - names - set(REMOVED_FIELDS))
-        if unknown:
-            raise ValueError(f"unknown config keys: {unknown}")
-        d = drop_removed_fields(d)
+        """The config of a saved dict; ``REMOVED_FIELDS`` are dropped, other unknown keys refused,
+        and a field the dict lacks gets ``SAVED_DEFAULTS``' value (what the run used)."""
+        d = saved_config(d)
         d["notes"] = tuple(d.get("notes", ()))
         d["disabled_programs"] = tuple(d.get("disabled_programs", ()))
         return cls(**d)
+
+
+def saved_config(d: dict) -> dict:
+    """A saved config dict completed to every field: ``SAVED_DEFAULTS`` for a field it lacks,
+    else the field default; ``REMOVED_FIELDS`` dropped (``drop_removed_fields``)."""
+    names = {f.name for f in dataclasses.fields(TrainConfig)}
+    unknown = sorted(set(d) - names - set(REMOVED_FIELDS))
+    if unknown:
+        raise ValueError(f"unknown config keys: {unknown}")
+    missing = {k: v for k, v in SAVED_DEFAULTS.items() if k not in d}
+    return {**missing, **drop_removed_fields(d)}
 
 
 def drop_removed_fields(d: dict) -> dict:
@@ -350,13 +329,65 @@ def has_program_term(cfg: TrainConfig) -> bool:
     return has_program_bonus(cfg) or cfg.program_potential > 0
 
 
-def apply_preset(
-    cfg: TrainConfig, name: str, explicit: frozenset[str] = frozenset()
+def _field_types() -> dict[str, tuple[type, ...]]:
+    """Each field's accepted TOML value types (``None`` for an optional one)."""
+    hints = typing.get_type_hints(TrainConfig)
+    out = {}
+    for f in dataclasses.fields(TrainConfig):
+        hint = hints[f.name]
+        args = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
+        out[f.name] = tuple(typing.get_origin(a) or a for a in args)
+    return out
+
+
+def load_recipe(path: str | Path) -> dict:
+    """The fields of a recipe file: TOML, ``field = value`` for each field that differs from the
+    defaults (``experiments/recipes/*.toml``). TOML has no null: the string ``"none"`` sets an
+    optional field to ``None``. An unknown field or a value of the wrong type is a ValueError."""
+    path = Path(path)
+    try:
+        raw = tomllib.loads(path.read_text())
+    except (OSError, tomllib.TOMLDecodeError) as e:
+        raise ValueError(f"cannot read recipe {path}: {e}") from None
+    kinds = _field_types()
+    recipe = {}
+    for key, value in raw.items():
+        if key not in kinds or key in ("notes", "resume", "rewind"):
+            raise ValueError(f"recipe {path}: {key!r} is not a recipe field")
+        allowed = kinds[key]
+        if value == "none" and type(None) in allowed:
+            value = None
+        elif isinstance(value, list) and tuple in allowed:
+            value = tuple(value)
+        elif isinstance(value, int) and not isinstance(value, bool) and float in allowed:
+            value = float(value)
+        if not isinstance(value, allowed):
+            raise ValueError(f"recipe {path}: {key} = {raw[key]!r} is not a {allowed}")
+        recipe[key] = value
+    return recipe
+
+
+def apply_recipe(
+    cfg: TrainConfig, recipe: dict, explicit: frozenset[str] = frozenset()
 ) -> TrainConfig:
-    """``cfg`` with preset ``name``'s values for every field not in ``explicit`` (dest names)."""
-    if name not in PRESETS:
-        raise ValueError(f"unknown preset {name!r}; choose from {sorted(PRESETS)}")
-    return cfg.replace(**{k: v for k, v in PRESETS[name].items() if k not in explicit})
+    """``cfg`` with ``recipe``'s values for every field not in ``explicit`` (flags given), then
+    the settings that a value given (by a flag or by the recipe) switches off:
+
+    * a ``total_timesteps`` given replaces the time budget (unless one is given too);
+    * ``explore_floor`` 0 drops the floor's anneal and ramp;
+    * no program term left drops ``program_terms_skip_undo``.
+    """
+    cfg = cfg.replace(**{k: v for k, v in recipe.items() if k not in explicit})
+    given = explicit | set(recipe)
+    if "total_timesteps" in given and "time_budget" not in given:
+        cfg = cfg.replace(time_budget=None)
+    if cfg.explore_floor == 0 and "explore_floor_end" not in given:
+        cfg = cfg.replace(explore_floor_end=None)
+    if cfg.explore_floor == 0 and "explore_floor_ramp" not in given:
+        cfg = cfg.replace(explore_floor_ramp=0.0)
+    if not has_program_term(cfg) and "program_terms_skip_undo" not in given:
+        cfg = cfg.replace(program_terms_skip_undo=False)
+    return cfg
 
 
 def plan(

@@ -1,6 +1,6 @@
-"""``hm-bench learn`` (``hm-train-learn``): the learning benchmark of a config over several seeds.
+"""``hm-bench learn``: the learning benchmark of a config over several seeds.
 
-Trains the given config (default: ``hm-train``'s defaults, the preset "default") for its
+Trains the given config (default: ``hm-train``'s, the default recipe) for its
 ``--total-timesteps`` (or, under ``--time-budget``, the length each seed's own probe plans) with
 each seed, reusing one compiled trainer and recording the logged metrics after every chunk.
 Each final policy then gets the evaluation protocol of ``hm-train``'s end-of-run evaluation:
@@ -27,7 +27,7 @@ import sys
 import time
 from pathlib import Path
 
-from hackmatrix_train.config import RUN_BOOKKEEPING, TrainConfig
+from hackmatrix_train.config import RUN_BOOKKEEPING, SAVED_DEFAULTS, TrainConfig
 from hackmatrix_train.logging import PROGRESS_CSV
 
 CURVE_KEYS = (
@@ -230,7 +230,7 @@ def _learning_fields(config: dict, lengths_may_differ: bool = False) -> dict:
         f.name: f.default
         for f in dataclasses.fields(TrainConfig)
         if f.default is not dataclasses.MISSING
-    }
+    } | {k: list(v) if isinstance(v, tuple) else v for k, v in SAVED_DEFAULTS.items()}
     config = {**defaults, **config}
     budgeted = config["time_budget"] is not None
     skip = BOOKKEEPING_FIELDS | ({"total_timesteps"} if budgeted or lengths_may_differ else set())
@@ -369,7 +369,7 @@ def main(argv=None) -> int:
         warm_start,
     )
 
-    p = argparse.ArgumentParser(prog="hm-train-learn", description=__doc__)
+    p = argparse.ArgumentParser(prog="hm-bench learn", description=__doc__)
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--episodes", type=int, default=64, help="episodes of each --eval-every check")
     p.add_argument("--out", default="docs/results")
@@ -530,7 +530,7 @@ def main(argv=None) -> int:
             from hackmatrix_train.checkpoint import save_checkpoint
 
             meta = {"run_name": f"{args.tag}_seed{seed}", "env_steps": update * cfg.batch_size,
-                    "num_devices": trainer.num_devices, "reason": "hm-train-learn final",
+                    "num_devices": trainer.num_devices, "reason": "hm-bench learn final",
                     "train_seconds": train_seconds, "jax_version": jax.__version__}  # fmt: skip
             path = save_checkpoint(
                 Path(args.save_checkpoints) / f"{args.tag}_seed{seed}",
