@@ -17,6 +17,7 @@ from pathlib import Path
 
 from hackmatrix_train import compile_cache
 from hackmatrix_train.config import (
+    ALGORITHMS,
     NETWORKS,
     RUN_BOOKKEEPING,
     TrainConfig,
@@ -116,6 +117,21 @@ def build_parser() -> argparse.ArgumentParser:
         "export) with a fresh optimizer, schedules and envs; the network must match",
     )
     add("--no-wandb", action="store_true", help="disable wandb")
+    search = p.add_argument_group(
+        "search trainer (--algo search; specs/search.md)",
+        "Gumbel AlphaZero with the game as model: the search acts, the network learns its "
+        "improved policy and lambda-returns",
+    )
+    add("--algo", to=search, choices=ALGORITHMS, help="ppo, or search")
+    add("--search-simulations", to=search, help="simulations per move")
+    add(
+        "--search-mode",
+        to=search,
+        choices=("honest", "oracle"),
+        help="honest: plan from states re-drawn from the observation; oracle: the true state",
+    )
+    add("--search-depth", to=search, type=int, default_text="no limit", help="tree depth bound")
+    add("--search-gumbel-scale", to=search, help="0: deterministic search")
     add(
         "--final-eval-episodes",
         help="greedy episodes from stage 1 evaluated at the end of the run (0 = skip)",
@@ -556,6 +572,17 @@ def final_evaluation(trainer, params, cfg: TrainConfig, run_dir: Path, out=print
     summary["env_steps"] = cfg.num_updates * cfg.batch_size
     summary["disabled_programs"] = list(cfg.disabled_programs)
     out(format_table(summary, f"final evaluation ({summary['episodes']} greedy episodes)"))
+    if cfg.algo == "search":  # the search trainer's policy is evaluated with its search too
+        from hackmatrix_train.evaluate import search_summary
+        from hackmatrix_train.search_train import search_config
+
+        row = search_summary(
+            env, env_params, trainer.network.apply, jax.device_get(params), search_config(cfg),
+            cfg.final_eval_episodes, cfg.final_eval_seed, trainer.program_names,
+        )  # fmt: skip
+        summary["search"] = [row]
+        title = f"final evaluation with search ({cfg.search_simulations} simulations, "
+        out(format_table(row, title + f"{cfg.search_mode})"))
     if jax.process_index() == 0:  # every process evaluates the same params; one writes
         run_dir.mkdir(parents=True, exist_ok=True)
         (run_dir / "eval_final.json").write_text(json.dumps(summary, indent=1))

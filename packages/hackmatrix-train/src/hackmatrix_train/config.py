@@ -72,6 +72,9 @@ SAVED_DEFAULTS: dict[str, object] = {
 }
 
 
+ALGORITHMS = ("ppo", "search")
+
+
 @dataclass(frozen=True)
 class TrainConfig:
     """Every hyperparameter of a run. Field names are the CLI flags with ``-`` -> ``_``.
@@ -140,6 +143,13 @@ class TrainConfig:
     # env
     max_steps_in_episode: int = 1000
     history_depth: int = HISTORY_DEPTH  # UNDO ring size (EnvParams.history_depth, static)
+    # the algorithm: "ppo", or "search" (Gumbel AlphaZero with the game as model: the search
+    # acts, the network learns its improved policy and lambda-returns; specs/search.md)
+    algo: str = "ppo"
+    search_simulations: int = 8  # simulations per move (algo "search"; search.SearchConfig)
+    search_mode: str = "honest"  # plan from states re-drawn from the observation, or "oracle"
+    search_depth: int | None = None  # the tree's maximum depth (None: the simulations bound it)
+    search_gumbel_scale: float = 1.0
     # logging / checkpoints
     log_interval: int = 10  # updates per jitted chunk; log after each chunk
     no_wandb: bool = False
@@ -227,6 +237,16 @@ def drop_removed_fields(d: dict) -> dict:
 
 def validate(cfg: TrainConfig, num_devices: int = 1) -> None:
     """Raise ValueError with a clear message for any inconsistent setting."""
+    if cfg.algo not in ALGORITHMS:
+        raise ValueError(f"--algo must be one of {ALGORITHMS}, got {cfg.algo!r}")
+    if cfg.search_simulations < 1:
+        raise ValueError(f"--search-simulations must be >= 1, got {cfg.search_simulations}")
+    if cfg.search_mode not in ("honest", "oracle"):
+        raise ValueError(f"--search-mode must be 'honest' or 'oracle', got {cfg.search_mode!r}")
+    if cfg.search_depth is not None and cfg.search_depth < 1:
+        raise ValueError(f"--search-depth must be >= 1, got {cfg.search_depth}")
+    if not cfg.search_gumbel_scale >= 0:
+        raise ValueError(f"--search-gumbel-scale must be >= 0, got {cfg.search_gumbel_scale}")
     pos = (
         "num_envs",
         "num_steps",

@@ -82,7 +82,16 @@ class Trainer:
 
         self.network = make_network(cfg.network, self.num_actions, cfg.hidden_dim, cfg.num_layers)
         self.tx = make_optimizer(cfg, self.num_updates)  # for the optimizer state's init
-        self._update = make_update(cfg, self.network.apply, env, env_params, axis_name=AXIS)
+        if cfg.algo == "search":  # the search acts, the network learns its targets
+            from hackmatrix_train.search_train import make_search_update
+
+            if not self.is_hackmatrix:
+                raise ValueError("--algo search plans with the HackMatrix game as its model")
+            self._update = make_search_update(
+                cfg, self.network.apply, env, env_params, axis_name=AXIS
+            )
+        else:
+            self._update = make_update(cfg, self.network.apply, env, env_params, axis_name=AXIS)
         self.spec = _spec_tree()
         self.shardings = jax.tree.map(
             lambda s: NamedSharding(self.mesh, s), self.spec, is_leaf=lambda x: isinstance(x, P)

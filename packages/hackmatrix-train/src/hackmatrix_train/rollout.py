@@ -115,6 +115,20 @@ def programs_owned_of(env_state, num_envs: int) -> jax.Array:
     return game.num_owned.astype(jnp.int32)
 
 
+def sample_policy(apply_fn):
+    """The PPO actor: ``act(params, obs, env_state, key) -> (action, log_prob, value, None)``,
+    an action sampled from the masked policy."""
+
+    def act(params, obs, env_state, key):
+        del env_state
+        logits, value = apply_fn(params, obs)
+        pi = masked_categorical(logits, obs.action_mask)
+        action = pi.sample(seed=key).astype(jnp.int32)
+        return action, pi.log_prob(action), value, None
+
+    return act
+
+
 def collect_rollout(
     key: jax.Array,
     apply_fn,
@@ -136,6 +150,23 @@ def collect_rollout(
     (``program_potential``) and ``bonus`` add the terms of ``shaping_term`` to each transition;
     the game's reward, the episode sums and every logged return stay canonical.
     """
+    env_state, obs, acc, traj, _, stats = collect_rollout_with(
+        sample_policy(apply_fn), key, apply_fn, params, env, env_params, env_state, obs, acc,
+        num_steps, potential, gamma, bonus,
+    )  # fmt: skip
+    return env_state, obs, acc, traj, stats
+
+
+def collect_rollout_with(
+    act, key, apply_fn, params, env, env_params, env_state, obs, acc, num_steps,
+    potential=None, gamma=0.99, bonus=None,
+):  # fmt: skip
+    """``collect_rollout`` with the actor ``act(params, obs, env_state, key) -> (action,
+    log_prob, value, extra)`` (``sample_policy`` for PPO; the search trainer's plans).
+
+    Returns ``(env_state, obs, acc, traj, extras, stats)``: ``extras`` the actor's ``extra``
+    stacked over the steps (None for PPO).
+    """
     num_envs = obs.action_mask.shape[0]
     num_actions = obs.action_mask.shape[-1]
     num_components = acc.breakdown.shape[-1]
@@ -144,10 +175,7 @@ def collect_rollout(
     def one_step(carry, step_key):
         env_state, obs, acc = carry
         k_act, k_env = jax.random.split(step_key)
-        logits, value = apply_fn(params, obs)
-        pi = masked_categorical(logits, obs.action_mask)
-        action = pi.sample(seed=k_act).astype(jnp.int32)
-        log_prob = pi.log_prob(action)
+        action, log_prob, value, extra = act(params, obs, env_state, k_act)
         stage_before = stage_of(env_state, num_envs)
         programs_owned = programs_owned_of(env_state, num_envs)
         next_obs, env_state, reward, terminated, truncated, info = step_fn(
@@ -213,10 +241,10 @@ def collect_rollout(
         t = Transition(
             obs, action, log_prob, value, reward, terminated, truncated, final_value, shaping
         )
-        return (env_state, next_obs, acc), (t, stats)
+        return (env_state, next_obs, acc), (t, extra, stats)
 
-    (env_state, obs, acc), (traj, stats) = jax.lax.scan(
+    (env_state, obs, acc), (traj, extras, stats) = jax.lax.scan(
         one_step, (env_state, obs, acc), jax.random.split(key, num_steps)
     )
     stats = {k: (v.max(0) if k == "ep_stage_max" else v.sum(0)) for k, v in stats.items()}
-    return env_state, obs, acc, traj, stats
+    return env_state, obs, acc, traj, extras, stats
