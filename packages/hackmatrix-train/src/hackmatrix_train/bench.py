@@ -1,6 +1,6 @@
-"""``hm-train-bench``: end-to-end training throughput (env + policy + PPO update) and compile time.
+"""``hm-bench train``: end-to-end training throughput (env + policy + PPO update) and compile time.
 
-For each ``--num-envs`` value: build the trainer (``hm-train``'s default preset otherwise,
+For each ``--num-envs`` value: build the trainer (``hm-train``'s defaults otherwise,
 auto-scaling applied), time the init jit, the AOT compile of the update chunk, one warm-up chunk,
 then ``--updates`` timed updates. Prints a table; ``--json`` also writes the figures.
 
@@ -32,13 +32,13 @@ def bench_one(
 ) -> dict:
     import jax
 
-    from hackmatrix_train.config import DEFAULT_PRESET, TrainConfig, apply_preset, plan
+    from hackmatrix_train.config import TrainConfig, plan
     from hackmatrix_train.loop import make_train
 
-    # the batch shape asked for; what is left unset stays the preset's, auto-scaled by plan()
+    # the batch shape asked for; what is left unset stays the default's, auto-scaled by plan()
     shape = {"update_epochs": update_epochs, "num_minibatches": num_minibatches}
     shape = {k: v for k, v in shape.items() if v is not None}
-    cfg = apply_preset(TrainConfig(), DEFAULT_PRESET).replace(
+    cfg = TrainConfig().replace(
         num_envs=num_envs, num_steps=num_steps, network=network, hidden_dim=hidden_dim, **shape
     )
     if env_name == "probe":  # no siphon/program groups, no programs to own or to mask out
@@ -94,7 +94,7 @@ def bench_one(
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="hm-train-bench", description=__doc__)
+    p = argparse.ArgumentParser(prog="hm-bench train", description=__doc__)
     p.add_argument("--num-envs", type=int, nargs="+", default=[256, 1024])
     p.add_argument("--num-steps", type=int, default=32)
     p.add_argument("--updates", type=int, default=5, help="timed updates per setting")
@@ -104,11 +104,11 @@ def main(argv=None) -> int:
     )
     p.add_argument(
         "--update-epochs", type=int, nargs="+", default=[None],
-        help="PPO epochs per update (default: the preset's, auto-scaled)",
+        help="PPO epochs per update (default: the defaults', auto-scaled)",
     )  # fmt: skip
     p.add_argument(
         "--num-minibatches", type=int, nargs="+", default=[None],
-        help="minibatches per epoch (default: the preset's, auto-scaled)",
+        help="minibatches per epoch (default: the defaults', auto-scaled)",
     )  # fmt: skip
     p.add_argument("--env", default="hackmatrix", choices=["hackmatrix", "probe"])
     p.add_argument("--warmup", type=int, default=1, help="untimed updates after compiling")
