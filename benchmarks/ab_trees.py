@@ -41,7 +41,7 @@ def _load(src: str, num_envs: int, steps: int, sharded: bool = False):
         del sys.modules[name]
     sys.path.insert(0, src)
     try:
-        from hackmatrix_env.bench import kernel_count, make_rollout
+        from hackmatrix_bench.bench import kernel_count, make_rollout
         from hackmatrix_env.env import HackMatrix
     finally:
         sys.path.remove(src)

@@ -45,9 +45,9 @@ import time
 import jax
 import jax.numpy as jnp
 import numpy as np
+from hackmatrix_bench.bench import make_rollout, uniform_masked_actions
 from hackmatrix_env import enemies, game, mask, movement, observation, programs, reward, stage
 from hackmatrix_env.batching import compute_where, ragged_fori_loop
-from hackmatrix_env.bench import make_rollout, uniform_masked_actions
 from hackmatrix_env.constants import FIRST_PROGRAM, NUM_PROGRAMS, Action
 from hackmatrix_env.env import HackMatrix
 from hackmatrix_env.history import has_snapshot, undo_top, without_snapshots

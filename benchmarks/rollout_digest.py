@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--save", default=None, help="write the rewards here (.npy)")
     args = p.parse_args(argv)
     use_cpu_cores(args.devices)  # before anything starts JAX
-    from hackmatrix_env.bench import uniform_masked_actions
+    from hackmatrix_bench.bench import uniform_masked_actions
     from hackmatrix_env.env import HackMatrix
 
     env = HackMatrix()

@@ -32,7 +32,7 @@ import tempfile
 import time
 
 import jax
-from hackmatrix_env.bench import make_rollout
+from hackmatrix_bench.bench import make_rollout
 from hackmatrix_env.env import HackMatrix
 
 _SECTIONS = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")

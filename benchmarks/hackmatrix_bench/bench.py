@@ -17,10 +17,10 @@ the envs split over one JAX device per core (``devices.sharded_vmap``; ``--devic
 to choose, ``--devices 1`` to skip) and checks that both runs played the same games.
 
 Every other benchmark is listed in ``BENCHMARKS`` and started by name: the trainer's
-and the parity harness's by module name (imported only when asked for, so this package
-never imports theirs at load time: the env stays below the trainer in the layering),
-the host scripts from the repository's ``benchmarks/`` folder (its README says what
-each prints and how long it takes).
+and the parity harness's by module name (imported only when asked for), the host scripts
+from this package's folder, the repository's ``benchmarks/`` (its README says what each
+prints and how long it takes). This package is a development member of the workspace:
+no published wheel holds it (``tests/env/test_wheel.py``).
 """
 
 from __future__ import annotations
@@ -41,7 +41,6 @@ from typing import TYPE_CHECKING
 import jax
 import jax.numpy as jnp
 import numpy as np
-
 from hackmatrix_env.devices import batch_sharding, sharded_vmap, use_cpu_cores
 
 if TYPE_CHECKING:
@@ -296,12 +295,12 @@ BENCHMARKS: dict[str, Benchmark] = {
         "2-3 min on 2 CPU cores",
     ),
     "train": Benchmark(
-        "PPO end to end: init, compile and steps/s per env count (hm-train-bench)",
+        "PPO end to end: init, compile and steps/s per env count",
         "3-5 min on 2 CPU cores",
         module="hackmatrix_train.bench",
     ),
     "learn": Benchmark(
-        "learning: train N seeds, evaluate whole episodes vs random, curves (hm-train-learn)",
+        "learning: train N seeds, evaluate whole episodes vs random, curves",
         "minutes to hours: set by --total-timesteps",
         module="hackmatrix_train.learnbench",
     ),
@@ -375,22 +374,9 @@ BENCHMARKS: dict[str, Benchmark] = {
 }
 
 
-def benchmarks_dir(start: Path | None = None) -> Path:
-    """The repository's ``benchmarks/`` folder, searched from ``start`` (the cwd) upwards.
-
-    Falls back to the checkout this package is installed from (an editable
-    workspace install). The scripts are not part of any wheel, so outside a
-    checkout a clear error names what is missing.
-    """
-    start = Path.cwd() if start is None else start
-    here = Path(__file__).resolve()
-    for root in (start, *start.parents, *here.parents):
-        if (root / "benchmarks" / "README.md").is_file():
-            return root / "benchmarks"
-    raise SystemExit(
-        "hm-bench: no benchmarks/ folder found from the current directory; "
-        "the host scripts run from a checkout of the repository"
-    )
+def benchmarks_dir() -> Path:
+    """The repository's ``benchmarks/`` folder, which holds this package and the host scripts."""
+    return Path(__file__).resolve().parents[1]
 
 
 def list_benchmarks() -> str:

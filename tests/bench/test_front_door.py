@@ -11,9 +11,9 @@ import importlib.util
 from pathlib import Path
 
 import pytest
-from hackmatrix_env import bench
+from hackmatrix_bench import bench
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BENCH_DIR = ROOT / "benchmarks"
 
 
@@ -41,8 +41,21 @@ def test_readme_documents_every_benchmark():
         assert f"`hm-bench {name}" in readme, name
 
 
-def test_benchmarks_dir_is_found_from_a_subfolder():
-    assert bench.benchmarks_dir(ROOT / "packages" / "hackmatrix-env") == BENCH_DIR
+def test_benchmarks_dir_is_the_repositorys():
+    assert bench.benchmarks_dir() == BENCH_DIR
+
+
+def test_hm_bench_is_the_one_entry_point_and_no_published_package_holds_it():
+    """``uv run hm-bench`` comes from the development member ``benchmarks/``; the env and train
+    packages declare no benchmark script (``hm-train-bench``, ``hm-train-learn`` are gone)."""
+    import tomllib
+
+    member = tomllib.loads((BENCH_DIR / "pyproject.toml").read_text())
+    assert member["project"]["scripts"] == {"hm-bench": "hackmatrix_bench.bench:main"}
+    for package in ("hackmatrix-env", "hackmatrix-train", "hackmatrix-parity"):
+        meta = tomllib.loads((ROOT / "packages" / package / "pyproject.toml").read_text())
+        scripts = meta["project"].get("scripts", {})
+        assert not [s for s in scripts if "bench" in s or "learn" in s], (package, scripts)
 
 
 def test_listing_and_unknown_name(capsys):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
-from hackmatrix_env.bench import kernel_count
+from hackmatrix_bench.bench import kernel_count
 
 
 def _kernels(fn, *args) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
-from hackmatrix_env.bench import gumbel_masked_actions, uniform_masked_actions
+from hackmatrix_bench.bench import gumbel_masked_actions, uniform_masked_actions
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
-from hackmatrix_env.bench import same_games
+from hackmatrix_bench.bench import same_games
 
 
 def _rollout_out(reward_sum=-31506.27, episodes=5169, pos=(1, 2)):

@@ -55,7 +55,7 @@ SCRIPT = textwrap.dedent(
     use_cpu_cores(2)  # before anything starts JAX: the package import must not
     import jax, jax.numpy as jnp, numpy as np
     from hackmatrix_env import HackMatrix
-    from hackmatrix_env.bench import uniform_masked_actions
+    from hackmatrix_bench.bench import uniform_masked_actions
 
     env, n = HackMatrix(), 6
     params = env.default_params.replace(max_steps_in_episode=5)  # auto-resets in the run

@@ -109,7 +109,11 @@ def test_wheel_installs_alone_and_plays_the_same_games(tmp_path, capsys):
     (wheel,) = dist.glob("hackmatrix_env-*.whl")
     with zipfile.ZipFile(wheel) as z:
         names = set(z.namelist())
+        entry_points = [z.read(n).decode() for n in names if n.endswith("entry_points.txt")]
     assert {"hackmatrix_env/vector.py", "hackmatrix_env/gymnasium.py"} <= names
+    # the game, its adapters and its viewer: no benchmark module, no console script
+    assert not [n for n in names if "bench" in n.rsplit("/", 1)[-1]], sorted(names)
+    assert not any("console_scripts" in text for text in entry_points), entry_points
     assert _requirements(wheel) == {None: CORE, **EXTRAS}
 
     # Pin every package to this environment's version (workspace members left out).

@@ -1,4 +1,4 @@
-"""``hm-bench learn`` (``hm-train-learn``): the curve plot, the merging of seeds' summaries,
+"""``hm-bench learn``: the curve plot, the merging of seeds' summaries,
 and a tiny benchmark end to end."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``hm-train-bench``: each requested batch shape is the one it builds, timed and reported."""
+"""``hm-bench train``: each requested batch shape is the one it builds, timed and reported."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Persistent XLA compilation cache for the command-line tools (hm-train, hm-eval, hm-train-learn).
+"""Persistent XLA compilation cache for the command-line tools (hm-train, hm-eval, hm-bench learn).
 
 Compiling the trainer's update chunk takes ~35 s on the 2-core CPU, almost all of it the env
 step, and every launch with the same config compiles the same program again: ``--resume`` after
@@ -12,7 +12,7 @@ On by default in ``$HACKMATRIX_JAX_CACHE`` or ``$XDG_CACHE_HOME/hackmatrix/jax``
 (``~/.cache/hackmatrix/jax``); ``--compile-cache DIR`` picks another directory,
 ``--no-compile-cache`` (or ``HACKMATRIX_JAX_CACHE=off``) turns it off. A directory that cannot be
 created only prints a warning: a cache is never a reason to stop a run. The benchmarks
-(``hm-bench``, ``hm-train-bench``) leave it off so that they report cold compile times.
+(``hm-bench env``, ``hm-bench train``) leave it off so that they report cold compile times.
 """
 
 from __future__ import annotations
