@@ -137,8 +137,14 @@ def test_corrupt_checkpoint_gives_clear_error(reference, tmp_path):
     path.with_suffix(".json").write_text("{not json")
     with pytest.raises(ckpt.CheckpointError, match="corrupt sidecar"):
         ckpt.load_checkpoint(path, trainer.abstract_runner())
-    with pytest.raises(ckpt.CheckpointError, match="no checkpoint"):
+    with pytest.raises(ckpt.CheckpointError, match=r"no such file or directory: .*nowhere"):
         ckpt.resolve_checkpoint(tmp_path / "nowhere")
+    for load in (ckpt.load_params, ckpt.read_meta):
+        with pytest.raises(ckpt.CheckpointError, match=r"no such file or directory: .*nowhere"):
+            load(tmp_path / "nowhere")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ckpt.CheckpointError, match="no checkpoint in"):
+        ckpt.resolve_checkpoint(tmp_path / "empty")
 
 
 def test_rewind_and_pruning(reference, tmp_path):

@@ -7,9 +7,13 @@ Layout of a run directory ``<checkpoint_dir>/<run_name>/``::
     params.msgpack          latest params only (inference export), with params.json
 
 Each file is written to a temporary name and renamed, so a crash never leaves a half checkpoint
-under a final name. Loading checks the sha256, the presence, shape and dtype of every leaf
-against the trainer's own runner state, and raises ``CheckpointError`` with a clear message on
-any mismatch or corruption.
+under a final name; a checkpoint counts only once its sidecar exists (written after the blob),
+and a params export whose two files disagree (killed between them) is passed over for the latest
+full checkpoint. So a ``kill -9`` at any moment of a save leaves the run resumable from the
+checkpoint before it or the one being written (tested by killing at every file operation).
+Loading checks the sha256, the presence, shape and dtype of every leaf against the trainer's
+own runner state, and raises ``CheckpointError`` with a clear message on any mismatch or
+corruption. ``set_aside_later`` keeps a rewound run's later files under a named subfolder.
 """
 
 from __future__ import annotations
@@ -18,7 +22,9 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import tempfile
+import time
 from pathlib import Path
 
 import jax
@@ -28,6 +34,8 @@ from flax import serialization
 FORMAT = "hackmatrix-train-ckpt/1"
 PARAMS_FORMAT = "hackmatrix-train-params/1"
 _CKPT_RE = re.compile(r"^ckpt_(\d{8})\.msgpack$")
+_TEMP_RE = re.compile(r"^\.(ckpt_\d{8}\.(msgpack|json)|params\.(msgpack|json))\..*\.tmp$")
+REWOUND_PREFIX = "rewound_from_"  # subfolder of a run directory: the files a rewind set aside
 
 
 class CheckpointError(RuntimeError):
@@ -161,14 +169,16 @@ def save_checkpoint(run_dir, runner, config: dict, meta: dict, keep: int = 5) ->
     _atomic_write(run_dir / "params.json", json.dumps(pside, indent=1).encode())
     if keep > 0:
         for _, old in list_checkpoints(run_dir)[:-keep]:
+            old.with_suffix(".json").unlink(missing_ok=True)  # first: it stops counting
             old.unlink(missing_ok=True)
-            old.with_suffix(".json").unlink(missing_ok=True)
     return path
 
 
 def resolve_checkpoint(path: str | Path, rewind: int | None = None) -> Path:
     """A checkpoint file from a file or run-directory path (latest, or latest <= ``rewind``)."""
     p = Path(path)
+    if not p.exists():
+        raise CheckpointError(f"no such file or directory: {p}")
     if p.is_file():
         if rewind is not None:
             raise CheckpointError("--rewind needs a run directory, not a single checkpoint file")
@@ -188,6 +198,8 @@ def read_meta(path: str | Path) -> dict:
     """The JSON sidecar of a checkpoint or params export."""
     path = Path(path)
     side = path.with_suffix(".json")
+    if not path.exists() and not side.exists():
+        raise CheckpointError(f"no such file or directory: {path}")
     try:
         meta = json.loads(side.read_text())
     except FileNotFoundError:
@@ -226,16 +238,101 @@ def load_checkpoint(path: str | Path, template):
     return unflatten_state(flat, template, source=str(path)), meta
 
 
+def _read_params_source(path: Path) -> tuple[dict, dict, Path]:
+    """``(flat, meta, file)`` of a file, or of a run directory's export or latest checkpoint."""
+    if not path.is_dir():
+        meta = read_meta(path)
+        return read_flat(path, meta), meta, path
+    export = path / "params.msgpack"
+    try:
+        meta = read_meta(export)
+        return read_flat(export, meta), meta, export
+    except CheckpointError:
+        # a save killed between the export's two files leaves them disagreeing: the latest full
+        # checkpoint holds the same params or the ones just before
+        if not list_checkpoints(path) and export.exists():
+            raise
+    file = resolve_checkpoint(path)
+    meta = read_meta(file)
+    return read_flat(file, meta), meta, file
+
+
 def load_params(path: str | Path, template=None):
     """``(params, meta)`` from a params export or a full checkpoint (its ``.params`` subtree)."""
     path = Path(path)
-    if path.is_dir():
-        cand = path / "params.msgpack"
-        path = cand if cand.exists() else resolve_checkpoint(path)
-    meta = read_meta(path)
-    flat = read_flat(path, meta)
+    if not path.exists():
+        raise CheckpointError(f"no such file or directory: {path}")
+    flat, meta, path = _read_params_source(path)
     if meta["format"] == FORMAT:
         flat = {k[len(".params") :]: v for k, v in flat.items() if k.startswith(".params")}
     if template is None:
         return flat, meta
     return unflatten_state(flat, template, source=str(path)), meta
+
+
+def remove_temp_files(run_dir: str | Path) -> list[Path]:
+    """Delete the temporary files of writes a kill interrupted (never a final name)."""
+    run_dir = Path(run_dir)
+    gone = [p for p in run_dir.iterdir() if _TEMP_RE.match(p.name)] if run_dir.is_dir() else []
+    for p in gone:
+        p.unlink(missing_ok=True)
+    return gone
+
+
+def set_aside_later(run_dir: str | Path, update: int, progress_csv: str = "progress.csv"):
+    """Move what a run wrote after ``update`` into ``run_dir/rewound_from_<latest>_<time>/``.
+
+    Resuming from ``update`` while later checkpoints exist (``--rewind``, or ``--resume`` of an
+    older checkpoint file) starts another history in the same directory: the later checkpoints,
+    the params export and ``eval_final.json`` if they are later, and a copy of ``progress.csv``
+    if it has later rows, are kept there, never overwritten. Returns the folder, or ``None``
+    when nothing is later. Each file is moved by one rename, later checkpoints newest first, so
+    a kill part way leaves a resumable run (its newest remaining checkpoint).
+    """
+    run_dir = Path(run_dir)
+    later = [(u, p) for u, p in list_checkpoints(run_dir) if u > update]
+    moves: list[Path] = []
+    for _, p in reversed(later):
+        moves += [p.with_suffix(".json"), p]  # the sidecar first: the checkpoint stops counting
+    export = run_dir / "params.json"
+    if export.exists():
+        try:
+            newer_export = int(json.loads(export.read_text()).get("update", -1)) > update
+        except (json.JSONDecodeError, UnicodeDecodeError, ValueError, TypeError):
+            newer_export = True  # unreadable: keep it rather than overwrite it
+        if newer_export:
+            moves += [export, run_dir / "params.msgpack"]
+    final_eval = run_dir / "eval_final.json"
+    if final_eval.exists() and later:
+        moves.append(final_eval)
+    progress = run_dir / progress_csv
+    later_rows = progress.exists() and _has_rows_after(progress, update)
+    if not moves and not later_rows:
+        return None
+    top = later[-1][0] if later else update
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    dest = run_dir / f"{REWOUND_PREFIX}{top:08d}_{stamp}"
+    n = 1
+    while dest.exists():
+        n += 1
+        dest = run_dir / f"{REWOUND_PREFIX}{top:08d}_{stamp}_{n}"
+    dest.mkdir()
+    if later_rows:
+        shutil.copy2(progress, dest / progress.name)  # the resumed run keeps rows <= update
+    for p in moves:
+        if p.exists():
+            os.replace(p, dest / p.name)
+    return dest
+
+
+def _has_rows_after(progress: Path, update: int) -> bool:
+    import csv
+
+    with open(progress, newline="") as f:
+        for row in csv.DictReader(f):
+            try:
+                if int(row["update"]) > update:
+                    return True
+            except (KeyError, TypeError, ValueError):
+                return True  # unreadable: keep a copy
+    return False

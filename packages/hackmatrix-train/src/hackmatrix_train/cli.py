@@ -34,6 +34,9 @@ NON_CONFIG_ARGS = (
     | compile_cache.ARG_NAMES
 )
 
+# Flags that would name another run directory: refused with --resume (it continues in place).
+RESUME_ELSEWHERE = frozenset({"checkpoint_dir", "run_name", "run_suffix"})
+
 # Flags that may differ from the checkpoint's config on --resume (they change no state shape).
 RESUME_MUTABLE = RUN_BOOKKEEPING | {
     "total_timesteps", "auto_tune", "final_eval_episodes", "final_eval_seed",
@@ -345,6 +348,12 @@ def run(cfg: TrainConfig, explicit=frozenset(), env=None, env_params=None, out=p
     resume_path, meta = None, {}
     if cfg.rewind is not None and cfg.resume is None:
         raise SystemExit("error: --rewind needs --resume RUN_DIR")
+    if cfg.resume is not None and explicit & RESUME_ELSEWHERE:
+        flags = ", ".join("--" + f.replace("_", "-") for f in sorted(explicit & RESUME_ELSEWHERE))
+        raise SystemExit(
+            f"error: --resume continues in the run's own directory; {flags} cannot move it "
+            "(copy the run directory and resume the copy)"
+        )
     if cfg.resume is not None:
         try:
             resume_path = ckpt.resolve_checkpoint(cfg.resume, cfg.rewind)
@@ -354,14 +363,17 @@ def run(cfg: TrainConfig, explicit=frozenset(), env=None, env_params=None, out=p
             raise SystemExit(f"error: cannot resume: {e}") from None
         cfg = _merge_resume(saved, cfg, explicit)
         run_name = meta.get("run_name") or default_run_name(cfg)
+        # the run continues where its checkpoint lies (a copied or moved run too), only there
+        run_dir = resume_path.parent
+        cfg = cfg.replace(checkpoint_dir=str(run_dir.parent))
     else:
         cfg = plan(cfg, explicit, len(devices), devices[0].platform)
         run_name = default_run_name(cfg)
+        run_dir = Path(cfg.checkpoint_dir) / run_name
     try:
         trainer = make_train(cfg, env, env_params)
     except ValueError as e:
         raise SystemExit(f"error: {e}") from None
-    run_dir = Path(cfg.checkpoint_dir) / run_name
     out(describe_plan(cfg, trainer.num_devices))
     out(f"run {run_name}: checkpoints in {run_dir}")
 
@@ -372,6 +384,11 @@ def run(cfg: TrainConfig, explicit=frozenset(), env=None, env_params=None, out=p
             raise SystemExit(f"error: cannot resume: {e}") from None
         runner = trainer.place(host)
         out(f"resumed from {resume_path} at update {meta['update']}")
+        if jax.process_index() == 0:
+            ckpt.remove_temp_files(run_dir)
+            aside = ckpt.set_aside_later(run_dir, int(meta["update"]))
+            if aside is not None:
+                out(f"rewind: what the run wrote after update {meta['update']} is kept in {aside}")
     else:
         runner = trainer.init()
         if cfg.init_params is not None:
