@@ -52,7 +52,7 @@ from gymnax.wrappers.purerl import FlattenObservationWrapper, GymnaxWrapper, Log
 from hackmatrix_env.constants import NUM_ACTIONS
 from hackmatrix_env.env import HackMatrix
 from hackmatrix_env.observation import flatten_observation
-from hackmatrix_env.types import EnvParams, Observation
+from hackmatrix_env.types import EnvParams, Observation, check_integer
 
 FLAT_FEATURES = 1545  # flatten_observation: player 10 + programs 23 + grid 6*6*42
 FLAT_WITH_MASK = FLAT_FEATURES + NUM_ACTIONS  # 1573
@@ -198,9 +198,9 @@ def make_legacy_env(
     BoxObservationWrapper(HackMatrix()))))``; ``info`` carries LogWrapper's
     ``returned_episode_returns``/``_lengths``/``returned_episode``.
     """
-    if int(max_steps_in_episode) < 1:
+    if check_integer("max_steps_in_episode", max_steps_in_episode) < 1:
         raise ValueError(f"max_steps_in_episode must be positive, got {max_steps_in_episode}")
-    if not 1 <= int(start_stage) <= 8:
+    if not 1 <= check_integer("start_stage", start_stage) <= 8:
         raise ValueError(f"start_stage must be in 1..8, got {start_stage}")
     env = LegacyStepWrapper(
         LogWrapper(FlattenObservationWrapper(BoxObservationWrapper(HackMatrix())))

@@ -57,7 +57,13 @@ from hackmatrix_env.constants import (
 )
 from hackmatrix_env.history import has_snapshot
 from hackmatrix_env.observation import observe, observe_game
-from hackmatrix_env.transition import clear_history, fresh_game, reset_state, step_state
+from hackmatrix_env.transition import (
+    action_index,
+    clear_history,
+    fresh_game,
+    reset_state,
+    step_state,
+)
 from hackmatrix_env.types import EnvParams, EnvState, Observation
 
 
@@ -114,7 +120,7 @@ class HackMatrix(environment.Environment[EnvState, EnvParams]):
                 "instead (e.g. a gymnax wrapper) to change what a reset gives"
             )
         key_step, key_reset = jax.random.split(key)
-        action = jnp.asarray(action, jnp.int32)
+        action = action_index(action, "HackMatrix.step")
         stepped, reward, terminated, info = step_state(key_step, state, action)
         truncated = self.is_truncated(stepped, params)
         done = terminated | truncated
@@ -146,7 +152,7 @@ class HackMatrix(environment.Environment[EnvState, EnvParams]):
     ) -> tuple[Observation, EnvState, jax.Array, jax.Array, dict[str, Any]]:
         """One game step (interface §1) without auto-reset."""
         next_state, reward, terminated, info = step_state(
-            key, state, jnp.asarray(action, jnp.int32)
+            key, state, action_index(action, "HackMatrix.step_env")
         )
         obs = self.observe(key, next_state, action, params)
         return obs, next_state, reward, terminated, info

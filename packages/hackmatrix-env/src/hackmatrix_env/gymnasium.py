@@ -71,7 +71,7 @@ from hackmatrix_env.constants import (
     ActionKind,
 )
 from hackmatrix_env.render import render_text
-from hackmatrix_env.types import EnvParams, EnvState, Observation
+from hackmatrix_env.types import EnvParams, EnvState, Observation, check_integer
 from hackmatrix_env.vector import ENV, reset_batch, step_batch
 
 ENV_ID = "HackMatrix-v0"
@@ -149,10 +149,12 @@ def check_seed(seed: Any) -> int:
 
 def make_params(max_episode_steps: int | None, start_stage: int) -> EnvParams:
     """``EnvParams`` from the Gymnasium-style arguments, checked on the host."""
-    steps = 1000 if max_episode_steps is None else int(max_episode_steps)
+    steps = (
+        1000 if max_episode_steps is None else check_integer("max_episode_steps", max_episode_steps)
+    )
     if steps < 1:
         raise ValueError(f"max_episode_steps must be positive, got {max_episode_steps}")
-    if not 1 <= int(start_stage) <= 8:
+    if not 1 <= check_integer("start_stage", start_stage) <= 8:
         raise ValueError(f"start_stage must be in 1..8, got {start_stage}")
     return EnvParams(max_steps_in_episode=steps, start_stage=int(start_stage))
 

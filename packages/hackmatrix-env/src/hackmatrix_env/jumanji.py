@@ -51,8 +51,14 @@ from hackmatrix_env.constants import (
     ActionKind,
 )
 from hackmatrix_env.observation import observe
-from hackmatrix_env.transition import reset_state, step_state
-from hackmatrix_env.types import EnvParams, EnvState, Observation, check_history_depth
+from hackmatrix_env.transition import action_index, reset_state, step_state
+from hackmatrix_env.types import (
+    EnvParams,
+    EnvState,
+    Observation,
+    check_history_depth,
+    check_integer,
+)
 
 
 @chex.dataclass
@@ -78,9 +84,9 @@ class HackMatrixJumanji(Environment[State, specs.DiscreteArray, Observation]):
         max_steps: int | None = None,
         history_depth: int = HISTORY_DEPTH,
     ):
-        if not 1 <= int(start_stage) <= 8:
+        if not 1 <= check_integer("start_stage", start_stage) <= 8:
             raise ValueError(f"start_stage must be in 1..8, got {start_stage}")
-        if max_steps is not None and int(max_steps) < 1:
+        if max_steps is not None and check_integer("max_steps", max_steps) < 1:
             raise ValueError(f"max_steps must be positive, got {max_steps}")
         self.start_stage = int(start_stage)
         self.max_steps = None if max_steps is None else int(max_steps)
@@ -108,7 +114,7 @@ class HackMatrixJumanji(Environment[State, specs.DiscreteArray, Observation]):
     def step(self, state: State, action: chex.Array) -> tuple[State, TimeStep[Observation]]:
         """One game step (interface §1); no auto-reset."""
         key, sub = jax.random.split(state.key)
-        action = jnp.asarray(action, jnp.int32)
+        action = action_index(action, "HackMatrixJumanji.step")
         env_state, reward, terminated, info = step_state(sub, state.env_state, action)
         obs = observe(env_state)
         extras = {k: info[k] for k in ("reward_breakdown", "action_kind", "invalid_action")}

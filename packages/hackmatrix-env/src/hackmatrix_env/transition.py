@@ -21,6 +21,19 @@ from hackmatrix_env.stage import reset_game
 from hackmatrix_env.types import EnvParams, EnvState, History, StepEvents, blank_history
 
 
+def action_index(action: int | jax.Array, where: str = "step") -> jax.Array:
+    """``action`` as int32 (interface §0.2); a ``TypeError`` at trace time unless its dtype is an
+    integer one. A float is never rounded to an action; an integer outside 0..27 stays an
+    invalid action (interface §2)."""
+    dtype = jnp.result_type(action)
+    if not jnp.issubdtype(dtype, jnp.integer):
+        raise TypeError(
+            f"{where}: the action must have an integer dtype (an index 0..27), got {dtype}; "
+            "cast it explicitly, e.g. jnp.int32(a), if a rounded value is meant"
+        )
+    return jnp.asarray(action, jnp.int32)
+
+
 def advance(key: jax.Array, state: EnvState, action: jax.Array) -> tuple[EnvState, StepEvents]:
     """The game step and its ring update (``time`` unchanged): ``(state, events)``.
 

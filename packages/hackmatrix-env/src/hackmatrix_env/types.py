@@ -16,14 +16,16 @@ H = History.depth (default HISTORY_DEPTH), 6x6 grid indexed [row, col] with row 
 
 from __future__ import annotations
 
+import dataclasses
 import operator
 from typing import NamedTuple
 
 import jax
+import numpy as np
 from flax import struct
 from gymnax.environments import environment
 
-from hackmatrix_env.constants import HISTORY_DEPTH
+from hackmatrix_env.constants import HISTORY_DEPTH, NUM_STAGES
 
 
 @struct.dataclass
@@ -186,18 +188,70 @@ class EnvState(environment.EnvState):
     history: History
 
 
-@struct.dataclass
+@dataclasses.dataclass(frozen=True)
 class EnvParams(environment.EnvParams):
     """Traced knobs, except ``history_depth``, which is static (it sets a buffer's shape).
 
     ``history_depth`` is the number of UNDO snapshots kept (specs/programs.md §5): the
     default 16 is exact for ordinary play; a study of UNDO-heavy policies (the stage
     farm) raises it. Changing it recompiles.
+
+    Made on the host (``EnvParams(...)``, ``.replace(...)``), the fields are checked: a
+    ``ValueError`` names a start stage outside 1..8, a step limit below 1, a history depth
+    below 1, or a value that is not an integer (numpy arrays are checked element by element).
+    JAX arrays are not checked (they may be tracers), and neither are the params that JAX
+    rebuilds from leaves (``jit``, ``vmap``, ``jax.tree.map``): a tree of axes such as
+    ``jax.tree.map(lambda _: 0, params)`` is a valid ``in_axes``.
     """
 
     max_steps_in_episode: int = 1000
     start_stage: int = 1  # curriculum: reset generates this stage (1 = the real game)
-    history_depth: int = struct.field(pytree_node=False, default=HISTORY_DEPTH)
+    history_depth: int = dataclasses.field(default=HISTORY_DEPTH, metadata={"static": True})
+
+    def __post_init__(self) -> None:
+        _check_param("max_steps_in_episode", self.max_steps_in_episode, 1, None)
+        _check_param("start_stage", self.start_stage, 1, NUM_STAGES)
+        check_history_depth(self.history_depth)
+
+
+_PARAM_LEAVES = ("max_steps_in_episode", "start_stage")
+
+
+def _check_param(name: str, value: object, low: int, high: int | None) -> None:
+    """A ``ValueError`` naming ``EnvParams.<name>`` if a concrete host value is out of range."""
+    if isinstance(value, jax.Array) or value is None:
+        return  # traced or on device: checked by no one (see EnvParams)
+    arr = np.asarray(value) if isinstance(value, (int, float, np.generic, np.ndarray)) else None
+    if arr is None:
+        raise ValueError(f"EnvParams.{name} must be an integer, got {value!r}")
+    if arr.dtype.kind not in "iu" or isinstance(value, bool):
+        raise ValueError(f"EnvParams.{name} must be an integer, got {value!r}")
+    bad = arr < low if high is None else (arr < low) | (arr > high)
+    if bad.any():
+        allowed = f">= {low}" if high is None else f"in {low}..{high}"
+        raise ValueError(f"EnvParams.{name} must be {allowed}, got {value!r}")
+
+
+def _params_flatten_with_keys(p: EnvParams):
+    return [(jax.tree_util.GetAttrKey(n), getattr(p, n)) for n in _PARAM_LEAVES], p.history_depth
+
+
+def _params_flatten(p: EnvParams):
+    return [getattr(p, n) for n in _PARAM_LEAVES], p.history_depth
+
+
+def _params_unflatten(history_depth: int, leaves) -> EnvParams:
+    """Rebuild without ``__post_init__``: leaves may be tracers, axes or placeholders."""
+    p = object.__new__(EnvParams)
+    for name, leaf in zip(_PARAM_LEAVES, leaves, strict=True):
+        object.__setattr__(p, name, leaf)
+    object.__setattr__(p, "history_depth", history_depth)
+    return p
+
+
+jax.tree_util.register_pytree_with_keys(
+    EnvParams, _params_flatten_with_keys, _params_unflatten, _params_flatten
+)
 
 
 class Observation(NamedTuple):
@@ -207,6 +261,20 @@ class Observation(NamedTuple):
     programs: jax.Array  # float32[23]  owned flags
     grid: jax.Array  # float32[6, 6, 42]
     action_mask: jax.Array  # bool[28]
+
+    def __jax_array__(self):
+        """Refuse to become one array (``jnp.asarray``, ``jnp.reshape``), and say what does.
+
+        gymnax's ``FlattenObservationWrapper`` reshapes the observation; over ``HackMatrix``
+        it needs the Box adapter underneath (what ``make_legacy_env`` builds).
+        """
+        raise TypeError(
+            "a HackMatrix Observation is a NamedTuple of four arrays (player, programs, grid, "
+            "action_mask), not one array: flatten it with hackmatrix_env.observation."
+            "flatten_observation, or put hackmatrix_env.adapters.BoxObservationWrapper under "
+            "gymnax's FlattenObservationWrapper / LogWrapper (hackmatrix_env.adapters."
+            "make_legacy_env() builds that stack)"
+        )
 
 
 @struct.dataclass
@@ -226,6 +294,13 @@ class StepEvents:
     reset_wasteful: jax.Array  # bool[]   RESET used at hp 2 (program_waste)
     dist_before: jax.Array  # int32[]  D0 (interface §4.5), 0 if no path
     undone: jax.Array  # bool[]   UNDO ran: the shell pops the ring (history.record_step)
+
+
+def check_integer(name: str, value: object) -> int:
+    """``value`` as a Python int, or a ``ValueError`` naming ``name`` (no float is truncated)."""
+    if isinstance(value, bool | np.bool_) or not isinstance(value, int | np.integer):
+        raise ValueError(f"{name} must be an integer, got {value!r}")
+    return int(value)
 
 
 def check_history_depth(depth: object) -> int:
