@@ -21,6 +21,12 @@ step limit, each episode's index in the batch and its actions to be replayed exa
 
 An episode may add ``"scenario"``: a ``setState`` object (interface §5.7) it starts from
 instead of the reset (``hm-play --scenario`` writes those).
+
+**Search** (``Stepper(..., search=SearchConfig)``): each move is a Gumbel search's
+(``search.py``) over the whole batch, drawn with the policy's key ``k_pol`` exactly as
+``evaluate.make_search_evaluate`` does, and each frame adds ``"search"`` (``search_frame``).
+The env keys do not depend on the policy, so a searched episode's action log replays it
+with no search at all.
 """
 
 from __future__ import annotations
@@ -117,7 +123,9 @@ class Stepper:
     cached per ``(batch size, row count)``; build one ``Stepper`` per policy and reuse it.
     """
 
-    def __init__(self, env_params: EnvParams, apply_fn=None, greedy: bool = True, disabled=()):
+    def __init__(
+        self, env_params: EnvParams, apply_fn=None, greedy: bool = True, disabled=(), search=None
+    ):
         self.env_params = env_params
         self.apply_fn = apply_fn
         self.greedy = bool(greedy)
@@ -125,6 +133,15 @@ class Stepper:
         self.disabled = tuple(disabled)
         self._allowed = allowed_actions(self.disabled)
         self._decide = jax.jit(self._decide_impl)
+        # a SearchConfig: the search plays each move (module doc); the policy's net is its prior
+        self.search = search
+        self._search = None
+        if search is not None:
+            if apply_fn is None:
+                raise ValueError("a search plans with a policy's network: give a checkpoint")
+            from hackmatrix_train.search import make_search
+
+            self._search = make_search(apply_fn, search)
 
     def _decide_impl(self, params, obs, key):
         """``(action int32[m], probs f32[m, 28], value f32[m])`` as ``make_evaluate`` decides."""
@@ -153,16 +170,21 @@ class Stepper:
     def step(self, params, obs, state, run_key, batch: int, rows, forced=None):
         """One policy decision and env step for the rows; ``forced`` overrides the actions.
 
-        Returns ``(obs, state, trimmed host state, action, probs, value, outcome)`` where
-        ``outcome`` is host numpy ``(reward, terminated, truncated, breakdown, invalid)``.
+        Returns ``(obs, state, trimmed host state, action, probs, value, outcome, found)``
+        where ``outcome`` is host numpy ``(reward, terminated, truncated, breakdown, invalid)``
+        and ``found`` the host ``SearchOutput`` of the rows (None without a search).
         """
         k_pol, k_env = jax.random.split(run_key)
         action, probs, value = self._decide(params, obs, k_pol)
+        found = None
+        if self._search is not None:  # make_search_evaluate's draw: the search takes k_pol
+            found = self._search(params, k_pol, state)
+            action = found.action
         if forced is not None:
             action = jnp.asarray(forced, jnp.int32)
         env_keys = jax.random.split(k_env, batch)[jnp.asarray(rows)]
         obs, state, trimmed, out = _advance(self.env_params, state, action, env_keys)
-        host = jax.device_get((trimmed, action, probs, value, out))
+        host = jax.device_get((trimmed, action, probs, value, out, found))
         return obs, state, *host
 
 
@@ -175,6 +197,40 @@ def top_probs(probs: np.ndarray, mask: np.ndarray, k: int = TOP_K) -> list[list]
     legal = np.flatnonzero(mask)
     order = legal[np.argsort(-probs[legal], kind="stable")][:k]
     return [[int(a), round(float(probs[a]), 4)] for a in order]
+
+
+def search_frame(found) -> dict:
+    """The search's view of one decision (one row of a host ``SearchOutput``), JSON-ready.
+
+    ``actions`` lists the actions of the search's mask, most visited first (then by prior),
+    as ``[action, visits, Q, prior]``; Q is None for an action the search never visited
+    (mctx's root Q is 0 there, not an estimate). ``differs``: the search plays another
+    action than the greedy network (the prior's argmax).
+    """
+    legal = np.flatnonzero(found.mask)
+    visits = np.asarray(found.visit_counts)
+    order = legal[np.lexsort((-found.prior[legal], -visits[legal]))]
+
+    def q_of(a):
+        q = float(found.q_values[a])
+        return round(q, 4) if visits[a] > 0 and np.isfinite(q) else None
+
+    rows = [[int(a), int(visits[a]), q_of(a), round(float(found.prior[a]), 4)] for a in order]
+    value = float(found.search_value)
+    return {
+        "action": int(found.action),
+        "greedy": int(found.prior_action),
+        "differs": bool(found.action != found.prior_action),
+        "simulations": int(visits.sum()),
+        "value": round(value, 4) if np.isfinite(value) else None,
+        "actions": rows,
+    }
+
+
+def search_differs(episode: Episode) -> int | None:
+    """How many of an episode's moves the search chose against greedy (None: not searched)."""
+    marks = [f["search"]["differs"] for f in episode.frames if "search" in f]
+    return sum(marks) if marks else None
 
 
 def frame(state, action=None, mask=None, probs=None, value=None, reward=0.0, breakdown=None):
@@ -233,16 +289,16 @@ def play(
             if not alive.any():
                 break
             force = np.array([log[t] if t < len(log) else 0 for log in logs], np.int32)
-        obs, state, trimmed, action, probs, value, out = stepper.step(
+        obs, state, trimmed, action, probs, value, out, found = stepper.step(
             params, obs, state, run_key, batch, rows, force
         )
         reward, _, truncated, breakdown, invalid = out
         for j in np.flatnonzero(alive):
             ep = episodes[j]
             s = _row(trimmed, j)
-            ep.frames.append(
-                frame(s, action[j], host_obs_mask[j], probs[j], value[j], reward[j], breakdown[j])
-            )
+            seen = None if found is None else _row(found, j)
+            f = frame(s, action[j], host_obs_mask[j], probs[j], value[j], reward[j], breakdown[j])
+            ep.frames.append(f | ({"search": search_frame(seen)} if seen is not None else {}))
             ep.states += [s] if keep_states else []
             ep.actions.append(int(action[j]))
             ep.ret += float(reward[j])
@@ -346,7 +402,9 @@ def replay_log(log: dict, stepper: Stepper | None = None, params=None) -> list[E
     if stepper is None:
         stepper = Stepper(env_params)
     elif stepper.env_params != env_params:
-        stepper = Stepper(env_params, stepper.apply_fn, stepper.greedy, stepper.disabled)
+        stepper = Stepper(
+            env_params, stepper.apply_fn, stepper.greedy, stepper.disabled, stepper.search
+        )
     # One episode at a time: each replay is exact whatever the others are, and every log
     # runs the same compiled one-row step (hm-play's too).
     episodes = []

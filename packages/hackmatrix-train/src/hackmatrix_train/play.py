@@ -7,12 +7,21 @@ actions with their keys and the last step's reward components. Keys:
 * ``space`` or ``x``: siphon (``s`` is already "down");
 * ``1``-``9``, ``0``, then ``b c e f g ...``: the owned programs, in the order listed;
 * ``u``: take the last step back (the interface's undo, not the UNDO program);
-* ``n``: new game (next seed); ``q``, Ctrl+C or end of input: quit; ``?``: help.
+* ``n``: new game (next seed); ``q``, Ctrl+C or end of input: quit; ``?``: help;
+* ``h`` (with ``--hint``): the search's suggestion for the current state.
 
 A key that is not a legal action prints a message and changes nothing. ``--save-actions``
 writes the game as an action log (``episodes.py``) that ``hm-watch --actions`` replays.
 ``--swift`` plays against the Swift binary (via ``hackmatrix_parity``, imported only
 then); its UNDO key uses the binary's full-state commands.
+
+``--hint`` loads a policy (``--hint-policy``, default the shipped
+``policies/default-cpu-42m-s1-vf0125``) and ``h`` runs a Gumbel search (``search.py``,
+``--hint-sims`` simulations, honest: the hidden parts are re-drawn, so a hint knows only what
+the screen shows) from the current state; it lists every action of the search with its key,
+root visits, Q and the network's prior, and marks where the search overrules the greedy
+network. The hint is the one ``hm-watch --search`` computes for episode 0 of a batch of 1 at
+that step (same key); it changes nothing in the game.
 """
 
 from __future__ import annotations
@@ -39,9 +48,10 @@ DIRECTION_KEYS = {
 }  # fmt: skip
 ARROWS = {"UP": "↑", "DOWN": "↓", "LEFT": "←", "RIGHT": "→"}
 PROGRAM_KEYS = "1234567890bcefgijklmoprtvyz"  # owned programs in list order
-COMMAND_KEYS = {"u": "undo", "n": "new", "q": "quit", "?": "help", "h": "help"}
+COMMAND_KEYS = {"u": "undo", "n": "new", "q": "quit", "?": "help", "h": "hint"}
 VICTORY = REWARD_COMPONENTS.index("victory")
 CELL_WIDTH = 9
+HINT_POLICY = "default-cpu-42m-s1-vf0125"  # in policies/ at the repository root
 
 
 # --------------------------------------------------------------------------- screen
@@ -138,8 +148,37 @@ def breakdown_text(breakdown: dict[str, float]) -> str:
 
 HELP = (
     "keys: arrows or w/a/s/d move or shoot; space or x siphon; 1-9,0,b,c,... programs;\n"
-    "      u take the last step back; n new game; q quit"
+    "      u take the last step back; n new game; q quit; h hint (with --hint)"
 )
+
+
+def action_key(action: int, owned: list[str]) -> str:
+    """The key that plays ``action`` (as ``legal_text`` writes it), '-' if none."""
+    if action < 4:
+        name = ACTION_NAMES[action].upper()
+        return f"{ARROWS[name]}/{'wsad'[action]}"
+    if action == Action.SIPHON:
+        return "space/x"
+    keys = {a: k for k, a in program_keys(owned).items()}
+    return keys.get(action, "-")
+
+
+def hint_text(hint: dict, owned: list[str]) -> str:
+    """A search's suggestion (``episodes.search_frame``): the move, then per action its key,
+    root visits, Q (— where unvisited) and the network's prior, most visited first."""
+    chosen, greedy = hint["action"], hint["greedy"]
+    head = f"hint: {ACTION_NAMES[chosen]} [{action_key(chosen, owned)}]"
+    head += f"  ({hint['simulations']} simulations"
+    head += f", search value {hint['value']:+.3f})" if hint["value"] is not None else ")"
+    if hint["differs"]:
+        head += f"; the greedy network would play {ACTION_NAMES[greedy]}"
+    lines = [head, f"  {'action':<18}{'visits':>7}{'Q':>9}{'prior':>8}"]
+    for a, n, q, p in hint["actions"]:
+        label = f"[{action_key(a, owned)}] {ACTION_NAMES[a]}"
+        mark = " <" if a == chosen else ""
+        q_text = "—" if q is None else f"{q:+.3f}"
+        lines.append(f"  {label:<18}{n:>7}{q_text:>9}{100 * p:>7.1f}%{mark}")
+    return "\n".join(lines)
 
 
 # --------------------------------------------------------------------------- games
@@ -204,7 +243,7 @@ class JaxGame:
 
         t = len(self.actions)
         self.history.append((self.obs, self.state, self.host, self.last_action))
-        self.obs, self.state, trimmed, _, _, _, out = self.stepper.step(
+        self.obs, self.state, trimmed, _, _, _, out, _ = self.stepper.step(
             None, self.obs, self.state, self.keys[t], 1, np.array([0]), np.array([action])
         )
         reward, _, truncated, breakdown, invalid = (x[0] for x in out)
@@ -230,6 +269,44 @@ class JaxGame:
 
         ep = Episode(0, actions=list(self.actions), scenario=self.scenario)
         return action_log([ep], self.seed, 1, self.env_params)
+
+
+class Hinter:
+    """``--hint``: a Gumbel search from a ``JaxGame``'s state with a policy's network (module doc)."""
+
+    def __init__(self, checkpoint, simulations: int, max_steps: int):
+        from hackmatrix_train.search import make_search
+        from hackmatrix_train.watch import load_policy, search_config
+
+        if simulations < 1:
+            raise ValueError(f"--hint-sims must be >= 1, got {simulations}")
+        apply_fn, self.params, env_params, meta = load_policy(checkpoint, max_steps=max_steps)
+        self.config = search_config(meta, env_params, simulations, "honest")
+        self.search = make_search(apply_fn, self.config)
+        self.compiled = False
+
+    def suggest(self, game: JaxGame) -> dict:
+        """The search's view of the game's current state (``episodes.search_frame``).
+
+        The key is the step's policy key, as ``episodes.play`` draws it for episode 0 of a
+        batch of 1: asking twice gives the same hint, and the game's own draws are untouched.
+        """
+        import jax
+
+        from hackmatrix_train.episodes import search_frame
+
+        k_pol, _ = jax.random.split(game.keys[len(game.actions)])
+        found = jax.device_get(self.search(self.params, k_pol, game.state))
+        self.compiled = True
+        return search_frame(jax.tree.map(lambda x: x[0], found))
+
+
+def hint_policy(path: str | None) -> Path:
+    """``--hint-policy``, else the shipped default policy; a ``ValueError`` if it is missing."""
+    found = Path(path) if path else Path(__file__).resolve().parents[4] / "policies" / HINT_POLICY
+    if not found.exists():
+        raise ValueError(f"no policy at {found}: give --hint-policy CHECKPOINT")
+    return found
 
 
 class SwiftPlay:
@@ -380,7 +457,7 @@ def resolve_key(key: str, mask: np.ndarray, owned: list[str]) -> tuple[int | Non
     return int(action), None
 
 
-def run(game, keys: Keys, out=None, color: bool = False, clear: bool = False) -> int:
+def run(game, keys: Keys, out=None, color: bool = False, clear: bool = False, hinter=None) -> int:
     """The interactive loop (writes to ``out``, default stdout); returns the exit status."""
     out = sys.stdout if out is None else out
     message, last, ended = "", None, None
@@ -428,6 +505,16 @@ def run(game, keys: Keys, out=None, color: bool = False, clear: bool = False) ->
             game.new(game.seed + 1)
             last, ended = None, None
             message = f"new game, seed {game.seed}"
+        elif command == "hint":
+            if hinter is None:
+                message = "no hints: start hm-play with --hint"
+            elif ended:
+                message = f"the game is over ({ended}): no move to suggest"
+            else:
+                if not hinter.compiled:
+                    out.write("\nsearching (the first hint compiles the search)...\n")
+                    out.flush()
+                message = hint_text(hinter.suggest(game), game.scene()["hud"]["owned"])
         elif ended:
             message = f"the game is over ({ended}): u, n or q"
         else:
@@ -449,6 +536,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--swift-bin", help="the Swift binary (default: built from the repo)")
     p.add_argument("--save-actions", help="write the game's action log here on exit")
     p.add_argument("--no-color", action="store_true", help="plain text (also NO_COLOR=1)")
+    p.add_argument("--hint", action="store_true", help="h shows a search's suggestion")
+    p.add_argument("--hint-sims", type=int, default=32, help="simulations per hint")
+    p.add_argument(
+        "--hint-policy", default=None,
+        help=f"the checkpoint whose network guides the hint's search (default: policies/{HINT_POLICY})",
+    )  # fmt: skip
     compile_cache.add_arguments(p)
     return p
 
@@ -477,6 +570,8 @@ def _is_terminal(stream) -> bool:
 
 
 def main(argv=None) -> int:
+    from hackmatrix_train.checkpoint import CheckpointError
+
     args = build_parser().parse_args(argv)
     compile_cache.enable_from_args(args)
     if not 1 <= args.stage <= NUM_STAGES:
@@ -490,20 +585,28 @@ def main(argv=None) -> int:
     if args.max_steps < 1:
         print("error: --max-steps must be >= 1", file=sys.stderr)
         return 2
+    if args.hint and args.swift:
+        print(
+            "error: --hint searches the JAX game; it cannot be used with --swift", file=sys.stderr
+        )
+        return 2
     try:
         scenario = _load_scenario(args.scenario)
+        hinter = None
+        if args.hint:
+            hinter = Hinter(hint_policy(args.hint_policy), args.hint_sims, args.max_steps)
         if args.swift:
             game = SwiftPlay(args.seed, args.stage, scenario, args.swift_bin)
         else:
             game = JaxGame(args.seed, args.stage, scenario, args.max_steps)
-    except (ValueError, RuntimeError, ImportError) as e:  # bad input, Swift binary errors
+    except (ValueError, RuntimeError, ImportError, CheckpointError) as e:  # bad input, Swift
         print(f"error: {e}", file=sys.stderr)
         return 2
     tty = _is_terminal(sys.stdout)
     color = tty and not args.no_color and not os.environ.get("NO_COLOR")
     keys = Keys(sys.stdin.fileno())
     try:
-        status = run(game, keys, color=color, clear=color)
+        status = run(game, keys, color=color, clear=color, hinter=hinter)
     except KeyboardInterrupt:
         status = 0
     except OSError as e:  # the terminal hung up (EIO): nothing left to talk to

@@ -4,11 +4,16 @@ The page draws each frame's ``scene`` (``hackmatrix_env.viewer``) as SVG: the bo
 the HUD, the action taken, the policy's top probabilities over the legal actions and its
 value estimate, the 15 reward components, the action mask; play/pause/step/scrub
 controls (keyboard: ←/→ step, space play/pause, Home/End, ↑/↓ episode) and an episode
-picker with each episode's return, stage reached and cause of end.
+picker with each episode's return, stage reached and cause of end. Episodes played by a
+search (``hm-watch --search``) add a panel with the root's visits, Q and prior per action;
+the moves where the search chose another action than the greedy network are marked by the
+action, on the return curve (ticks) and counted in the episode picker.
 
 The DOM is stable for tests: each board cell is ``g.cell[data-row][data-col]`` and each
 drawn item in it ``g.item[data-kind]`` with the item's fields as ``data-*`` attributes;
-``#step-counter`` reads ``step t / T``; ``#step-reward`` holds the step's reward.
+``#step-counter`` reads ``step t / T``; ``#step-reward`` holds the step's reward. The search
+panel ``#search-panel`` (hidden without search data) holds ``#search-note[data-differs]`` and
+one ``#search div.srow[data-action][data-visits][data-q]`` per action of the search's mask.
 """
 
 from __future__ import annotations
@@ -90,6 +95,17 @@ table.rew tr.pos td.v { color:var(--good); } table.rew tr.neg td.v { color:var(-
 #legend { display:grid; grid-template-columns:1fr 1fr; gap:4px 10px; font-size:12px; }
 #legend div { display:flex; align-items:center; gap:6px; }
 #legend svg { width:26px; height:26px; flex:none; }
+.srow { display:grid; grid-template-columns:70px 1fr 34px 60px 48px; gap:6px; align-items:center;
+  margin:3px 0; font-size:13px; font-variant-numeric:tabular-nums; }
+.srow .track { height:10px; background:#0e141e; border-radius:5px; overflow:hidden; }
+.srow .fill { height:100%; background:linear-gradient(90deg,#7b2ff7,#c77dff); }
+.srow .n, .srow .q, .srow .p { text-align:right; }
+.srow.head { color:var(--muted); font-size:11px; text-transform:uppercase; letter-spacing:.6px; }
+.srow.chosen .name { color:#ffd166; font-weight:700; }
+.srow.greedy .name { text-decoration:underline dotted; text-underline-offset:3px; }
+#search-note { margin-bottom:6px; font-size:13px; }
+#search-note[data-differs="true"], #differs-badge { color:#ff9f1c; font-weight:700; }
+#differs-badge { font-size:12px; margin-left:8px; }
 kbd { background:#1b2233; border:1px solid #2c3650; border-radius:4px; padding:0 4px; font-size:11px; }
 """
 
@@ -97,6 +113,7 @@ _JS = r"""
 "use strict";
 const DATA = JSON.parse(document.getElementById("replay-data").textContent);
 const PAL = DATA.palette, SVGNS = "http://www.w3.org/2000/svg";
+const SEARCHED = DATA.episodes.some(e => e.frames.some(f => f.search));
 const LETTER = {virus:"V", daemon:"D", glitch:"G", cryptog:"C"};
 let ep = 0, fr = 0, timer = null;
 
@@ -238,9 +255,35 @@ function drawHud(h) {
   document.getElementById("owned").innerHTML = chips.join("") || "<span class=muted>no programs</span>";
 }
 function fmt(x, d) { return (x > 0 ? "+" : "") + x.toFixed(d === undefined ? 3 : d); }
+function drawSearch(f) {
+  const s = f.action !== undefined ? f.search : undefined, box = document.getElementById("search");
+  const note = document.getElementById("search-note");
+  document.getElementById("differs-badge").textContent = s && s.differs ? "≠ greedy" : "";
+  box.innerHTML = "";
+  if (!s) { note.textContent = f.action === undefined ? "the episode starts here" : "no search";
+    note.dataset.differs = ""; return; }
+  note.dataset.differs = s.differs;
+  note.textContent = (s.differs ? `search plays ${DATA.actions[s.action]}, greedy would play ${DATA.actions[s.greedy]}`
+    : `search agrees with greedy: ${DATA.actions[s.action]}`) + ` · ${s.simulations} simulations` +
+    (s.value === null ? "" : ` · value ${s.value.toFixed(3)}`);
+  const head = document.createElement("div");
+  head.className = "srow head";
+  head.innerHTML = "<span>action</span><span>visits</span><span class=n>n</span><span class=q>Q</span><span class=p>prior</span>";
+  box.appendChild(head);
+  const most = Math.max(1, ...s.actions.map(r => r[1]));
+  for (const [a, n, q, p] of s.actions) {
+    const row = document.createElement("div");
+    row.className = "srow" + (a === f.action ? " chosen" : "") + (a === s.greedy ? " greedy" : "");
+    row.dataset.action = a; row.dataset.visits = n; row.dataset.q = q === null ? "" : q;
+    row.innerHTML = `<span class="name">${DATA.actions[a]}</span><div class="track"><div class="fill" style="width:${(100 * n / most).toFixed(1)}%"></div></div>` +
+      `<span class="n">${n}</span><span class="q">${q === null ? "—" : fmt(q)}</span><span class="p">${(100 * p).toFixed(1)}%</span>`;
+    box.appendChild(row);
+  }
+}
 function drawStep(f) {
   const has = f.action !== undefined;
   document.getElementById("action-name").textContent = has ? DATA.actions[f.action] : "start";
+  if (SEARCHED) drawSearch(f);
   const rew = document.getElementById("step-reward");
   rew.textContent = has ? fmt(f.reward) : "—";
   rew.dataset.value = has ? f.reward : "";
@@ -286,6 +329,12 @@ function drawSpark() {
   el("line", {x1: 0, x2: 600, y1: 42 - (0 - lo) / (hi - lo) * 38, y2: 42 - (0 - lo) / (hi - lo) * 38, stroke: "#232c3d"}, svg);
   el("polyline", {points: pts.join(" "), fill: "none", stroke: "#38e1ff", "stroke-width": 1.6}, svg);
   el("text", {x: 4, y: 10, "font-size": 9, fill: "#56627a"}, svg, "episode return " + fmt(cum, 2));
+  e.frames.forEach((f, i) => {  // the moves where the search overruled greedy
+    if (f.search && f.search.differs) {
+      const x = (i / n * 600).toFixed(1);
+      el("line", {class: "differs", x1: x, x2: x, y1: 38, y2: 46, stroke: "#ff9f1c", "stroke-width": 1.4}, svg);
+    }
+  });
   el("line", {id: "spark-cursor", x1: 0, x2: 0, y1: 0, y2: 46, stroke: "#ffd166", "stroke-width": 1.2}, svg);
 }
 function show() {
@@ -317,8 +366,10 @@ function buildEpisodes() {
     const s = e.summary, li = document.createElement("li");
     li.dataset.index = i;
     const cls = s.end === "victory" ? "end-victory" : s.end === "died" ? "end-died" : "";
+    const differs = e.frames.filter(f => f.search && f.search.differs).length;
     li.innerHTML = `<span class="n">#${s.index}</span><span class="ret">${fmt(s.return, 2)}</span>` +
-      `<span class="meta">stage ${s.stage} · ${s.length} steps · <span class="${cls}">${s.end}</span></span>`;
+      `<span class="meta">stage ${s.stage} · ${s.length} steps · <span class="${cls}">${s.end}</span>` +
+      (SEARCHED ? ` · ${differs} ≠ greedy` : "") + `</span>`;
     li.addEventListener("click", () => pick(i));
     ul.appendChild(li);
   });
@@ -357,6 +408,7 @@ document.addEventListener("keydown", e => {
     ArrowUp: () => pick(ep - 1), ArrowDown: () => pick(ep + 1)}[e.key];
   if (k) { e.preventDefault(); k(); }
 });
+document.getElementById("search-panel").hidden = !SEARCHED;
 buildEpisodes(); buildLegend(); pick(0);
 """
 
@@ -386,11 +438,13 @@ _PAGE = """<!DOCTYPE html>
  </section>
  <section class="right">
   <div class="panel"><h2>Action taken</h2>
-   <div class="action-line"><span id="action-name">start</span>
+   <div class="action-line"><span><span id="action-name">start</span><span id="differs-badge"></span></span>
     <span>reward <span id="step-reward">—</span></span></div>
    <div class="muted" style="margin-top:4px">value estimate before the step: <b id="value">—</b>
     <span id="end-note" style="float:right;color:#ffd166"></span></div></div>
   <div class="panel"><h2>Policy: top legal actions</h2><div id="probs"></div></div>
+  <div class="panel" id="search-panel" hidden><h2>Search: root visits and Q</h2>
+   <div id="search-note"></div><div id="search"></div></div>
   <div class="panel"><h2>Reward components</h2><table class="rew"><tbody id="rewards"></tbody></table></div>
   <div class="panel"><h2>Action mask</h2><div id="mask"></div>
    <div class="muted" style="margin-top:8px;font-size:12px"><kbd>←</kbd> <kbd>→</kbd> step ·

@@ -7,6 +7,13 @@ checkpoint too, the page shows what that policy thinks of each logged action)::
     uv run hm-watch checkpoints/<run> --episodes 4 --out replay.html
     uv run hm-watch --random --episodes 3 --seed 1 --out replay.html --gif replay.gif
     uv run hm-watch --actions game.json --out game.html
+    uv run hm-watch checkpoints/<run> --search 32 --episodes 4 --out search.html
+
+``--search N`` plays each move by a Gumbel search of N simulations (``search.py``; honest by
+default, ``--search-mode oracle`` searches the true state) with the checkpoint's network as
+prior and value; the page shows each move's visits and Q per action and marks the moves where
+the search chose another action than the greedy network. Its action log replays the episodes
+without a search.
 
 The episodes are exactly the ones ``hm-eval`` scores with the same checkpoint, seed,
 episode count, greedy/sampled mode and step limit (``episodes.py`` shares its keys).
@@ -65,9 +72,12 @@ def check_env_args(start_stage, max_steps) -> None:
 
 def record(
     checkpoint=None, random=False, actions=None, episodes=4, greedy=True, seed=0,
-    start_stage=1, max_steps=None,
+    start_stage=1, max_steps=None, search=None, search_mode="honest",
 ):  # fmt: skip
-    """``(episodes, description, action log)`` for the chosen policy (module doc)."""
+    """``(episodes, description, action log)`` for the chosen policy (module doc).
+
+    ``search``: the simulations per move of a search that plays instead of the network.
+    """
     from hackmatrix_env import EnvParams
 
     from hackmatrix_train import episodes as ep_mod
@@ -75,6 +85,7 @@ def record(
     check_env_args(start_stage, max_steps)
     if episodes < 1:
         raise ValueError(f"--episodes must be >= 1, got {episodes}")
+    check_search_args(search, checkpoint, random, actions, greedy)
     apply_fn, params, env_params, what = None, None, None, "random masked policy"
     if checkpoint is not None and not random:
         apply_fn, params, env_params, meta = load_policy(checkpoint, start_stage, max_steps)
@@ -100,9 +111,41 @@ def record(
             start_stage=start_stage,
         )
     disabled = disabled_of(meta) if apply_fn is not None else ()
-    stepper = ep_mod.Stepper(env_params, apply_fn, greedy, disabled)
+    search_cfg = None
+    if search is not None:
+        search_cfg = search_config(meta, env_params, search, search_mode)
+        update = meta.get("update")
+        what = f"{Path(checkpoint).name} (search {search} sims, {search_mode}, update {update})"
+    stepper = ep_mod.Stepper(env_params, apply_fn, greedy, disabled, search_cfg)
     eps = ep_mod.play(stepper, params, seed, episodes)
     return eps, f"{what}, seed {seed}", ep_mod.action_log(eps, seed, episodes, env_params)
+
+
+def check_search_args(search, checkpoint, random, actions, greedy) -> None:
+    """A ``ValueError`` for a ``--search`` that cannot run (no network, or another player)."""
+    if search is None:
+        return
+    if search < 1:
+        raise ValueError(f"--search must be >= 1 simulations, got {search}")
+    if checkpoint is None or random:
+        raise ValueError("--search plans with a checkpoint's network; give one (not --random)")
+    if actions is not None:
+        raise ValueError("--search plays the episodes itself; it cannot replay --actions")
+    if not greedy:
+        raise ValueError("--search replaces the policy's own choice; drop --sampled")
+
+
+def search_config(meta, env_params, simulations: int, mode: str):
+    """The ``SearchConfig`` of a checkpoint's policy, truncating where the episodes do."""
+    from hackmatrix_train.config import TrainConfig
+    from hackmatrix_train.search import search_config_from_train
+
+    return search_config_from_train(
+        TrainConfig.from_dict(meta["config"]),
+        num_simulations=int(simulations),
+        mode=mode,
+        max_steps_in_episode=int(env_params.max_steps_in_episode),
+    )
 
 
 def write_gif(path, episode, interval: int = 250) -> Path:
@@ -146,6 +189,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     mode.add_argument("--sampled", dest="greedy", action="store_false", help="sample actions")
     p.add_argument("--seed", type=int, default=0, help="as hm-eval's --seed: same episodes")
+    p.add_argument(
+        "--search", type=int, default=None, metavar="N",
+        help="play each move by a Gumbel search of N simulations (needs a checkpoint)",
+    )  # fmt: skip
+    p.add_argument(
+        "--search-mode", choices=("honest", "oracle"), default="honest",
+        help="honest: plan from states re-drawn from the observation; oracle: the true state",
+    )  # fmt: skip
     p.add_argument("--start-stage", type=int, default=1, help="play from this stage")
     p.add_argument("--max-steps-in-episode", type=int, default=None, help="step limit")
     p.add_argument("--out", default="replay.html", help="the HTML replay to write")
@@ -160,6 +211,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     import json
 
+    from hackmatrix_train import episodes as ep_mod
     from hackmatrix_train.checkpoint import CheckpointError
     from hackmatrix_train.replay_html import write_html
 
@@ -168,7 +220,7 @@ def main(argv=None) -> int:
     try:
         eps, what, log = record(
             args.checkpoint, args.random, args.actions, args.episodes, args.greedy, args.seed,
-            args.start_stage, args.max_steps_in_episode,
+            args.start_stage, args.max_steps_in_episode, args.search, args.search_mode,
         )  # fmt: skip
         if args.gif and not 0 <= args.gif_episode < len(eps):
             raise ValueError(f"--gif-episode must be in 0..{len(eps) - 1}")
@@ -178,8 +230,10 @@ def main(argv=None) -> int:
     out = write_html(args.out, eps, subtitle=what)
     for ep in eps:
         s = ep.summary()
+        differs = ep_mod.search_differs(ep)
+        note = "" if differs is None else f"; search ≠ greedy on {differs} of {s['length']} moves"
         print(f"episode {s['index']}: return {s['return']:.3f}, {s['length']} steps, "
-              f"stage {s['stage']}, {s['end']}")  # fmt: skip
+              f"stage {s['stage']}, {s['end']}{note}")  # fmt: skip
     print(f"wrote {out} ({out.stat().st_size / 1e6:.2f} MB)")
     if args.save_actions:
         path = Path(args.save_actions)
