@@ -2,7 +2,7 @@
 
     uv run hm-bench parity-chunks \\
         --out RUN_DIR --seed 20261125 --chunk 1000 --steps 30 --target-steps 1000000 \\
-        --workers 1 --summary docs/parity/million_steps.json
+        --workers 1 --summary experiments/parity/million_steps.json
 
 Chunk ``c`` is ``hm-parity --scenarios CHUNK --start-index c*CHUNK`` (the same scenarios as
 the corresponding slice of one big run), its report JSON kept as ``RUN_DIR/chunk_NNNN.json``.
@@ -76,7 +76,7 @@ def summary_markdown(s: dict[str, Any], target: int) -> str:
         " chunk's command and commit. Our binary, extended mode (full-state check on).",
         "",
         f"Command (resumable: rerun it to continue): `uv run {s['driver']} --out RUN_DIR"
-        " --summary docs/parity/million_steps.json`",
+        " --summary experiments/parity/million_steps.json`",
         "",
         "| | |",
         "|---|---|",

@@ -12,7 +12,7 @@ element-wise comparison. Two runs with equal digests played the same games.
 
 Measured: CPU (jax 0.10.2) vs an H100 (jax 0.11.2), 2,048 envs x 60 steps: (a) and
 (b) identical; rewards equal except 92 of 122,880 values, off by at most 2.4e-7
-(float32 rounding of the reward sum; docs/bench/rollout_digest_*.txt).
+(float32 rounding of the reward sum; experiments/bench/rollout_digest_*.txt).
 ``--devices N`` plays the same games with the envs split over N CPU devices
 (``devices.sharded_vmap``), with the same digests as ``--devices 1``.
 """

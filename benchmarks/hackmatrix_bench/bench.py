@@ -342,7 +342,7 @@ BENCHMARKS: dict[str, Benchmark] = {
         script="canonical_vs_extended.py",
     ),
     "parity-chunks": Benchmark(
-        "a long hm-parity run in resumable chunks merged into one summary (docs/parity/)",
+        "a long hm-parity run in resumable chunks merged into one summary (experiments/parity/)",
         "set by --target-steps (1,000,000 steps: hours)",
         script="parity_chunks.py",
     ),

@@ -4,8 +4,8 @@ A plain ``hm-train`` run logs its curves to wandb and prints one progress line p
 lent GPU machine, or for a run outside ``hm-bench learn``, the printed log is what comes back.
 This script turns such logs into the curve CSVs in ``parts/`` and draws the figures from them:
 
-    uv run python docs/results/plot_logs.py curves train.log parts/curves_<tag>.csv
-    uv run python docs/results/plot_logs.py figures
+    uv run python experiments/results/plot_logs.py curves train.log parts/curves_<tag>.csv
+    uv run python experiments/results/plot_logs.py figures
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 PARTS = HERE / "parts"
+DOCS = HERE.parents[1] / "docs" / "results"  # the figures the README and its summary show
 COLUMNS = [
     "update", "env_steps", "steps_per_second", "train/episode_return", "train/episode_length",
     "train/num_episodes", "stats/mean_stage", "stats/highest_stage", "actions/siphon_frac",
@@ -53,7 +54,7 @@ NO_UNDO = (  # the early floor with the program bonus, with and without UNDO in 
     ),
 )
 DEFAULT_CPU = (  # the default on the CPU against its constant-rate form and the depth recipe
-    ("curves_default_s1_cpu.csv", "--preset depth, seed 1"),
+    ("curves_default_s1_cpu.csv", "the depth recipe, seed 1"),
     ("curves_noundo5_s0_cpu.csv", "constant rate 5e-4, seed 0"),
     ("curves_noundo5_s1_cpu.csv", "constant rate 5e-4, seed 1"),
     ("curves_noundo5_s2_cpu.csv", "constant rate 5e-4, seed 2"),
@@ -65,7 +66,7 @@ DEFAULT_CPU = (  # the default on the CPU against its constant-rate form and the
     ("curves_default.csv", "the default: 1e-3 annealed over a 50-min budget, seed 2", 2),
 )
 DEFAULT_GPU = (  # the default at GPU scale against its constant-rate form and other recipes
-    ("curves_gpu_default579m_s0_h200.csv", "--preset depth, 579M (one H200)"),
+    ("curves_gpu_default579m_s0_h200.csv", "the depth recipe, 579M (one H200)"),
     ("curves_gpu_noundo487m_s0_h100.csv", "early floor + bonus 2, no UNDO, 487M (one H100)"),
     ("curves_gpu_default480m_s0_h100.csv", "default at a constant rate 5e-4, 480M (one H100)"),
     ("curves_gpu_annealed579m_s0_h100.csv", "the default: 1e-3 annealed, 579M (one H100)"),
@@ -128,17 +129,17 @@ def figures() -> None:
     stage = ("stats/mean_stage", "mean stage (training episodes)")
     ret = ("train/episode_return", "mean training-episode return")
     _plot(SCALE, (ret, stage), HERE / "learning_curve_gpu_h200.png",
-          "hm-train --preset depth: CPU scale vs GPU scale (--time-budget on one H200)", True)  # fmt: skip
+          "the depth recipe: CPU scale vs GPU scale (--time-budget on one H200)", True)  # fmt: skip
     programs = ("actions/program_frac", "program fraction of actions (training)")
     _plot(BONUS, (ret, stage, programs), HERE / "learning_curve_gpu_bonus2_h200.png",
           "HackMatrix PPO at GPU scale (one NVIDIA H200, seed 0): training curves", False)  # fmt: skip
     siphons = ("actions/siphon_frac", "siphon fraction of actions (training)")
     _plot(NO_UNDO, (stage, siphons, programs), HERE / "learning_curve_gpu_noundo.png",
           "Without UNDO in the agent's mask (seed 0, 65,536 envs): training curves", False)  # fmt: skip
-    _plot(DEFAULT_CPU, (stage, siphons, programs), HERE / "learning_curve_default_vs_depth.png",
+    _plot(DEFAULT_CPU, (stage, siphons, programs), DOCS / "learning_curve_default_vs_depth.png",
           "The default on the 2-core CPU against 25M steps and other recipes: training curves",
           False)  # fmt: skip
-    _plot(DEFAULT_GPU, (stage, siphons, programs), HERE / "learning_curve_gpu_default.png",
+    _plot(DEFAULT_GPU, (stage, siphons, programs), DOCS / "learning_curve_gpu_default.png",
           "The default at GPU scale (65,536 envs, seeds 0 and 1): training curves", False)  # fmt: skip
 
 

@@ -36,7 +36,7 @@ RUN_BOOKKEEPING = frozenset({
 })  # fmt: skip
 
 # Fields of earlier configs, with the value that meant "off": the start-stage and start-kit
-# training curricula, dropped for measuring no benefit (docs/experiments.md). Checkpoints
+# training curricula, dropped for measuring no benefit (experiments/findings.md). Checkpoints
 # saved before still carry them; ``TrainConfig.from_dict`` drops them (with a warning when
 # the run used one) so those checkpoints still load, evaluate and resume on the bare game.
 REMOVED_FIELDS: dict[str, object] = {

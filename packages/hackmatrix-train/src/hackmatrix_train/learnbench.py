@@ -6,7 +6,7 @@ each seed, reusing one compiled trainer and recording the logged metrics after e
 Each final policy then gets the evaluation protocol of ``hm-train``'s end-of-run evaluation:
 ``--final-eval-episodes`` greedy episodes from stage 1 with the fixed key ``--final-eval-seed``
 (and the sampled policy on the same key), next to the uniform random masked policy. Writes
-into ``--out`` (default ``docs/results``): ``curves_<tag>.csv``, ``summary_<tag>.json``,
+into ``--out`` (default ``experiments/results``): ``curves_<tag>.csv``, ``summary_<tag>.json``,
 ``results_<tag>.md`` (the table the README shows) and ``learning_curve_<tag>.png``.
 ``--combine SUMMARY.json ...`` merges the summaries (and curves) of runs of one config made
 separately, e.g. one seed per machine, into the same outputs.
@@ -372,7 +372,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="hm-bench learn", description=__doc__)
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--episodes", type=int, default=64, help="episodes of each --eval-every check")
-    p.add_argument("--out", default="docs/results")
+    p.add_argument("--out", default="experiments/results")
     p.add_argument("--tag", default="default", help="name of this experiment in the outputs")
     p.add_argument("--hardware", default=None, help="machine name recorded with each seed")
     p.add_argument(

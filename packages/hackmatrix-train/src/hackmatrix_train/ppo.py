@@ -91,7 +91,7 @@ def value_loss(value, old_value, targets, vf_clip_eps: float) -> jax.Array:
     within ``vf_clip_eps`` of the rollout's ``old_value``, so one update moves a value at most
     that far toward its target. The range is in return units; ``vf_clip_eps == 0`` (a static
     choice) drops the clip. On HackMatrix the clip keeps the critic's pull on the shared trunk
-    in check: without it the policy learns far slower (docs/experiments.md).
+    in check: without it the policy learns far slower (experiments/findings.md).
     """
     if vf_clip_eps == 0:
         return 0.5 * ((value - targets) ** 2).mean()
