@@ -25,7 +25,6 @@ no published wheel holds it (``tests/env/test_wheel.py``).
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import os
 import platform
@@ -41,6 +40,7 @@ from typing import TYPE_CHECKING
 import jax
 import jax.numpy as jnp
 import numpy as np
+from hackmatrix_env.argparsing import Parser, fail
 from hackmatrix_env.devices import batch_sharding, sharded_vmap, use_cpu_cores
 
 if TYPE_CHECKING:
@@ -424,7 +424,7 @@ def _exit_status(run) -> int:
 
 def env_main(argv: list[str] | None = None) -> None:
     """``hm-bench env``: the env's throughput and compile time."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="hm-bench env",
         description="env steps/s and compile time under jit(vmap) with auto-reset",
     )
@@ -470,9 +470,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     what, rest = argv[0], argv[1:]
     if what not in BENCHMARKS:
-        print(list_benchmarks(), file=sys.stderr)
-        print(f"\nhm-bench: unknown benchmark {what!r}", file=sys.stderr)
-        return 2
+        return fail("hm-bench", f"unknown benchmark {what!r} (hm-bench list shows them)")
     if what == "env":
         env_main(rest)
         return 0

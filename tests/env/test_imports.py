@@ -37,7 +37,7 @@ LAYER = {
     "vector": 7,  # key-chained batched reset/step over env
     "gymnasium": 8,  # Gymnasium envs over vector
 }
-SIDE = {"scenario", "render", "viewer"}  # host-side: layers 0-1 plus observation/mask
+SIDE = {"scenario", "render", "viewer", "argparsing"}  # host-side: layers 0-1 plus observation/mask
 # The adapters' host-only render methods import the viewer inside the method.
 RENDER_HOOKS = {("env", "viewer"), ("jumanji", "viewer")}
 TOOLS = {"bench", "__init__"}  # entry points: may import any layer, never jumanji

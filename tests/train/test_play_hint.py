@@ -104,7 +104,10 @@ def test_without_hint_the_key_says_how_to_get_one(board, monkeypatch):
     ("argv", "message"),
     [
         (["--hint", "--swift"], "cannot be used with --swift"),
-        (["--hint", "--hint-policy", "/nonexistent/run"], "no policy at /nonexistent/run"),
+        (
+            ["--hint", "--hint-policy", "/nonexistent/run"],
+            "no such file or directory: /nonexistent/run",
+        ),
     ],
 )
 def test_bad_hint_arguments_get_a_message(argv, message, capsys):

@@ -10,11 +10,12 @@ builds and uses the repo's binary.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
 from typing import Any
+
+from hackmatrix_env.argparsing import Parser, existing_path
 
 from hackmatrix_parity.client import resolve_swift_binary
 from hackmatrix_parity.engine import (
@@ -113,8 +114,8 @@ def git_commit() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="hm-parity", description=__doc__.split("\n\n")[0])
-    p.add_argument("--swift-bin", default=None, help="Swift headless binary (default: "
+    p = Parser(prog="hm-parity", description=__doc__.split("\n\n")[0])
+    p.add_argument("--swift-bin", type=existing_path, default=None, help="Swift headless binary (default: "
                    "$HACKMATRIX_SWIFT_BIN, else the repo's binary, built if needed)")  # fmt: skip
     p.add_argument("--scenarios", type=int, default=200)
     p.add_argument("--steps", type=int, default=20)
@@ -143,6 +144,13 @@ def main(argv: list[str] | None = None) -> int:
                    help="also run the chi-square distribution checks with N samples each")  # fmt: skip
     p.add_argument("--json", type=Path, default=None, help="also write the report as JSON")
     args = p.parse_args(argv)
+    for flag in ("scenarios", "steps", "keys", "batch", "workers"):
+        if getattr(args, flag) < 1:
+            p.error(f"--{flag} must be >= 1, got {getattr(args, flag)}")
+    if not 0.0 <= args.invalid_prob <= 1.0:
+        p.error(f"--invalid-prob must be in [0, 1], got {args.invalid_prob}")
+    if args.swift_bin is not None:
+        args.swift_bin = str(args.swift_bin)
 
     cfg = Config(
         scenarios=args.scenarios, steps=args.steps, seed=args.seed, num_keys=args.keys,

@@ -15,6 +15,8 @@ import sys
 import time
 from pathlib import Path
 
+from hackmatrix_env.argparsing import Parser
+
 from hackmatrix_train import compile_cache
 from hackmatrix_train.config import (
     ALGORITHMS,
@@ -60,7 +62,7 @@ def parse_count(text: str) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     d = TrainConfig()
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="hm-train",
         description="Masked-categorical PPO on HackMatrix (PureJaxRL style, whole update jitted). "
         "With no flag it trains the default recipe for a 50-minute budget (specs/train.md §10).",
@@ -615,17 +617,80 @@ def cpu_device_count(cfg: TrainConfig, cores: int) -> int:
     return 1
 
 
-def set_cpu_devices(args: argparse.Namespace, cfg: TrainConfig) -> None:
+def set_cpu_devices(args: argparse.Namespace, cfg: TrainConfig, explicit=frozenset(),
+                    saved_devices: int | None = None) -> None:  # fmt: skip
     """One JAX device per CPU core (``--cpu-devices`` overrides), before any backend starts.
 
     Multi-host runs (``--distributed``) keep JAX's own devices, one per process on CPU, unless
-    ``--cpu-devices`` is given (specs/train.md §6).
+    ``--cpu-devices`` is given (specs/train.md §6). A resumed run keeps the device count of its
+    checkpoint (``saved_devices``). A batch that does not divide over the devices asked for
+    (``--cpu-devices``, or the cores when ``--num-envs``, ``--num-steps`` or
+    ``--num-minibatches`` is given) is a ``ValueError`` naming both numbers and the fix, never a
+    quiet fallback; the default batch on an odd core count falls back with a printed note.
     """
     if args.distributed and args.cpu_devices is None:
         return
     from hackmatrix_env.devices import usable_cores, use_cpu_cores
 
-    use_cpu_cores(args.cpu_devices or cpu_device_count(cfg, usable_cores()))
+    wanted = args.cpu_devices or saved_devices
+    if wanted is not None:
+        if wanted < 1:
+            raise ValueError(f"--cpu-devices must be >= 1, got {wanted}")
+        if cpu_device_count(cfg, wanted) != wanted:
+            raise ValueError(_indivisible(cfg, wanted))
+        use_cpu_cores(wanted)
+        return
+    cores = usable_cores()
+    n = cpu_device_count(cfg, cores)
+    if n < cores:
+        if explicit & {"num_envs", "num_steps", "num_minibatches"}:
+            raise ValueError(_indivisible(cfg, cores))
+        print(f"note: {_indivisible(cfg, cores).split(':')[0]}; training on {n} device(s)")
+    use_cpu_cores(n)
+
+
+def _indivisible(cfg: TrainConfig, n: int) -> str:
+    fewer = cpu_device_count(cfg, n)
+    envs = -(-cfg.num_envs // n) * n
+    return (
+        f"--num-envs {cfg.num_envs} x --num-steps {cfg.num_steps} in {cfg.num_minibatches} "
+        f"minibatches does not divide over {n} CPU devices: give --num-envs a multiple of {n} "
+        f"(e.g. {envs}) with minibatches that divide each device's share, or --cpu-devices "
+        f"{fewer}"
+    )
+
+
+def check_train_args(cfg: TrainConfig, explicit) -> tuple[TrainConfig, int | None]:
+    """Host checks of hm-train's flags before JAX starts: ``(config, saved device count)``.
+
+    A ``ValueError`` for a path that does not exist, flags that conflict, or a checkpoint that
+    cannot be read; on ``--resume`` the config is the checkpoint's (it fixes the device count).
+    """
+    from hackmatrix_env.argparsing import missing
+
+    from hackmatrix_train import checkpoint as ckpt
+
+    if cfg.rewind is not None and cfg.resume is None:
+        raise ValueError("--rewind needs --resume RUN_DIR")
+    for path in (cfg.resume, cfg.init_params):
+        if path is not None and not Path(path).exists():
+            raise ValueError(missing(path))
+    if cfg.resume is None:
+        return cfg, None
+    if cfg.init_params is not None and "init_params" in explicit:
+        raise ValueError("--init-params starts a new run; --resume continues one: give one")
+    if explicit & RESUME_ELSEWHERE:
+        flags = ", ".join("--" + f.replace("_", "-") for f in sorted(explicit & RESUME_ELSEWHERE))
+        raise ValueError(
+            f"--resume continues in the run's own directory; {flags} cannot move it "
+            "(copy the run directory and resume the copy)"
+        )
+    try:
+        meta = ckpt.read_meta(ckpt.resolve_checkpoint(cfg.resume, cfg.rewind))
+        saved = TrainConfig.from_dict(meta["config"])
+    except (ckpt.CheckpointError, ValueError, KeyError) as e:
+        raise ValueError(f"cannot resume: {e}") from None
+    return saved, meta.get("num_devices")
 
 
 def init_distributed(args: argparse.Namespace) -> None:
@@ -649,19 +714,30 @@ def init_distributed(args: argparse.Namespace) -> None:
 
 
 def train_main(argv=None) -> int:
+    from hackmatrix_env.argparsing import fail
+
     args = build_parser().parse_args(argv)
     cfg, explicit = config_from_args(args)
-    set_cpu_devices(args, cfg)
+    try:
+        device_cfg, saved_devices = check_train_args(cfg, explicit)
+        set_cpu_devices(args, device_cfg, explicit, saved_devices)
+    except ValueError as e:
+        return fail("hm-train", str(e))
     if args.distributed:
         init_distributed(args)
     compile_cache.enable_from_args(args)
-    result = run(cfg, explicit)
+    try:
+        result = run(cfg, explicit)
+    except SystemExit as e:  # run's refusals: one line, exit status 2
+        if not isinstance(e.code, str):
+            raise
+        return fail("hm-train", e.code.removeprefix("error: "))
     return 130 if result["interrupted"] else 0
 
 
 # ---- hm-eval --------------------------------------------------------------------------------
 def build_eval_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="hm-eval", description="Evaluate a HackMatrix policy.")
+    p = Parser(prog="hm-eval", description="Evaluate a HackMatrix policy.")
     p.add_argument("checkpoint", help="params.msgpack, ckpt_*.msgpack or a run directory")
     p.add_argument("--episodes", type=int, default=100)
     mode = p.add_mutually_exclusive_group()
@@ -796,6 +872,8 @@ def evaluate_checkpoint(
 
 
 def eval_main(argv=None) -> int:
+    from hackmatrix_env.argparsing import fail
+
     from hackmatrix_train import checkpoint as ckpt
     from hackmatrix_train.evaluate import format_table
 
@@ -807,8 +885,7 @@ def eval_main(argv=None) -> int:
             args.max_steps_in_episode, args.random, search=search_settings(args),
         )  # fmt: skip
     except (ckpt.CheckpointError, ValueError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        return fail("hm-eval", str(e))
     print(format_table(summary, f"hm-eval {args.checkpoint} ({summary['policy']})"))
     for row in summary.get("search", ()):
         cfg = row["search"]

@@ -358,7 +358,7 @@ def read_action_log(path: str | Path) -> dict:
     try:
         log = json.loads(Path(path).read_text())
     except FileNotFoundError:
-        raise ValueError(f"no action log at {path}") from None
+        raise ValueError(f"no such file or directory: {path}") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise ValueError(f"{path} is not JSON: {e}") from None
     if not isinstance(log, dict) or log.get("format") != ACTIONS_FORMAT:

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from hackmatrix_env.argparsing import Parser, existing_path, fail
 from hackmatrix_env.constants import NUM_STAGES, REWARD_COMPONENTS, Action
 from hackmatrix_env.viewer import ACTION_NAMES, ENEMY_LETTER
 
@@ -305,7 +306,7 @@ def hint_policy(path: str | None) -> Path:
     """``--hint-policy``, else the shipped default policy; a ``ValueError`` if it is missing."""
     found = Path(path) if path else Path(__file__).resolve().parents[4] / "policies" / HINT_POLICY
     if not found.exists():
-        raise ValueError(f"no policy at {found}: give --hint-policy CHECKPOINT")
+        raise ValueError(f"no such file or directory: {found} (give --hint-policy CHECKPOINT)")
     return found
 
 
@@ -527,13 +528,17 @@ def run(game, keys: Keys, out=None, color: bool = False, clear: bool = False, hi
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="hm-play", description="Play HackMatrix in the terminal.")
+    p = Parser(prog="hm-play", description="Play HackMatrix in the terminal.")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--stage", type=int, default=1, help="start at this stage (1..8)")
-    p.add_argument("--scenario", help="start from this setState JSON (interface §5.7)")
+    p.add_argument(
+        "--scenario", type=existing_path, help="start from this setState JSON (interface §5.7)"
+    )
     p.add_argument("--max-steps", type=int, default=1000, help="step limit (truncation)")
     p.add_argument("--swift", action="store_true", help="play against the Swift binary")
-    p.add_argument("--swift-bin", help="the Swift binary (default: built from the repo)")
+    p.add_argument(
+        "--swift-bin", type=existing_path, help="the Swift binary (default: built from the repo)"
+    )
     p.add_argument("--save-actions", help="write the game's action log here on exit")
     p.add_argument("--no-color", action="store_true", help="plain text (also NO_COLOR=1)")
     p.add_argument("--hint", action="store_true", help="h shows a search's suggestion")
@@ -575,21 +580,13 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     compile_cache.enable_from_args(args)
     if not 1 <= args.stage <= NUM_STAGES:
-        print(f"error: --stage must be in 1..{NUM_STAGES}", file=sys.stderr)
-        return 2
+        return fail("hm-play", f"--stage must be in 1..{NUM_STAGES}")
     if args.swift and args.save_actions:
-        print(
-            "error: --save-actions replays JAX games only (the Swift RNG differs)", file=sys.stderr
-        )
-        return 2
+        return fail("hm-play", "--save-actions replays JAX games only (the Swift RNG differs)")
     if args.max_steps < 1:
-        print("error: --max-steps must be >= 1", file=sys.stderr)
-        return 2
+        return fail("hm-play", "--max-steps must be >= 1")
     if args.hint and args.swift:
-        print(
-            "error: --hint searches the JAX game; it cannot be used with --swift", file=sys.stderr
-        )
-        return 2
+        return fail("hm-play", "--hint searches the JAX game; it cannot be used with --swift")
     try:
         scenario = _load_scenario(args.scenario)
         hinter = None
@@ -600,8 +597,7 @@ def main(argv=None) -> int:
         else:
             game = JaxGame(args.seed, args.stage, scenario, args.max_steps)
     except (ValueError, RuntimeError, ImportError, CheckpointError) as e:  # bad input, Swift
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        return fail("hm-play", str(e))
     tty = _is_terminal(sys.stdout)
     color = tty and not args.no_color and not os.environ.get("NO_COLOR")
     keys = Keys(sys.stdin.fileno())

@@ -26,6 +26,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from hackmatrix_env.argparsing import Parser, fail
+
 from hackmatrix_train import compile_cache
 
 EVAL_REPLAY_EPISODES = 20  # hm-eval --replay keeps the page small: the first 20 episodes
@@ -174,7 +176,7 @@ def write_eval_replay(path, checkpoint, episodes, greedy, seed, start_stage, max
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="hm-watch",
         description="Play (or replay) HackMatrix episodes and write a self-contained HTML replay.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
@@ -184,10 +186,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--actions", help="replay this action log (hackmatrix-actions/1 JSON)")
     p.add_argument("--episodes", type=int, default=4, help="episodes to play (the batch size)")
     mode = p.add_mutually_exclusive_group()
+    # no default on either flag, so -h shows none; greedy is None unless one is given (main)
+    p.set_defaults(greedy=None)  # first: set later, it would become both flags' default
     mode.add_argument(
-        "--greedy", dest="greedy", action="store_true", default=True, help="most likely action"
-    )
-    mode.add_argument("--sampled", dest="greedy", action="store_false", help="sample actions")
+        "--greedy", dest="greedy", action="store_const", const=True,
+        default=argparse.SUPPRESS, help="play the most likely action (the default)",
+    )  # fmt: skip
+    mode.add_argument(
+        "--sampled", dest="greedy", action="store_const", const=False,
+        default=argparse.SUPPRESS, help="sample actions from the policy",
+    )  # fmt: skip
     p.add_argument("--seed", type=int, default=0, help="as hm-eval's --seed: same episodes")
     p.add_argument(
         "--search", type=int, default=None, metavar="N",
@@ -208,6 +216,23 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def conflicting_flags(args: argparse.Namespace) -> str | None:
+    """Why the flags given cannot be played together (one would be ignored), or ``None``.
+
+    ``--search``'s own combinations are refused by ``record``, with its messages.
+    """
+    if args.search is not None:
+        return None
+    if args.random and args.checkpoint is not None:
+        return "--random plays the random policy; it cannot use the checkpoint given: drop one"
+    if args.random and args.actions is not None:
+        return "--actions replays a log; --random has nothing to play: drop one"
+    if args.random and args.greedy is not None:
+        flag = "--greedy" if args.greedy else "--sampled"
+        return f"{flag} chooses the checkpoint's actions; --random has none"
+    return None
+
+
 def main(argv=None) -> int:
     import json
 
@@ -215,7 +240,14 @@ def main(argv=None) -> int:
     from hackmatrix_train.checkpoint import CheckpointError
     from hackmatrix_train.replay_html import write_html
 
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    conflict = conflicting_flags(args)
+    if conflict:
+        return fail("hm-watch", conflict)
+    if args.gif and args.actions is None and not 0 <= args.gif_episode < max(args.episodes, 1):
+        return fail("hm-watch", f"--gif-episode must be in 0..{max(args.episodes, 1) - 1}")
+    args.greedy = args.greedy is not False
     compile_cache.enable_from_args(args)
     try:
         eps, what, log = record(
@@ -225,8 +257,7 @@ def main(argv=None) -> int:
         if args.gif and not 0 <= args.gif_episode < len(eps):
             raise ValueError(f"--gif-episode must be in 0..{len(eps) - 1}")
     except (CheckpointError, ValueError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        return fail("hm-watch", str(e))
     out = write_html(args.out, eps, subtitle=what)
     for ep in eps:
         s = ep.summary()
