@@ -134,10 +134,13 @@ def test_hm_watch_search_plays_what_search_evaluation_scores(policy, searched):
         (["--search", "0"], "--search must be >= 1"),
         (["--random", "--search", "4"], "a checkpoint's network"),
         (["--search", "4", "--sampled"], "drop --sampled"),
-        (["--search", "4", "--actions", "log.json"], "cannot replay --actions"),
+        (["--search", "4", "--actions", "LOG"], "cannot replay --actions"),
     ],
 )
 def test_hm_watch_search_bad_arguments_get_a_message(policy, tmp_path, capsys, extra, message):
+    log = tmp_path / "log.json"
+    log.write_text("{}")
+    extra = [str(log) if x == "LOG" else x for x in extra]
     argv = [str(policy), *extra, "--out", str(tmp_path / "r.html"), "--no-compile-cache"]
     assert watch_main(argv) == 2
     err = capsys.readouterr().err
