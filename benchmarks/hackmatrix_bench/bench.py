@@ -366,6 +366,12 @@ BENCHMARKS: dict[str, Benchmark] = {
         "minutes: set by --scenarios",
         script="transition_support.py",
     ),
+    "search": Benchmark(
+        "where a search step spends its time: env step, observe, network, resample; whole "
+        "searches (honest, oracle) and their simulations/s",
+        "2-5 min: one compile per search size",
+        script="search_bench.py",
+    ),
     "siphon-bias": Benchmark(
         "a checkpoint's greedy return with extra siphon/program logit bias",
         "minutes: set by --episodes and --biases",

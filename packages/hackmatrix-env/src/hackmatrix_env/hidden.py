@@ -122,8 +122,8 @@ def replace_invisible_cryptogs(key, enemies, transmissions, grid, player_pos, sh
     """Enemies (full or snapshot) with each invisible cryptog on a fresh invisible cell.
 
     A cell is eligible when it is off the player's row and column, holds no block, and no
-    visible enemy, transmission or the player stands on it. The cryptogs take distinct cells
-    in list order, uniformly among those left; one with no cell left stays put.
+    visible enemy, transmission or the player stands on it. The cryptogs take distinct cells,
+    each uniform among the eligible ones.
     """
     player_pos = player_pos.astype(jnp.int32)
     hidden = invisible_cryptogs(enemies, player_pos, show)
@@ -143,20 +143,19 @@ def replace_invisible_cryptogs(key, enemies, transmissions, grid, player_pos, sh
         & ~transmission_map(transmissions)
         & ~cell_map(player_pos)
     ).reshape(-1)
-    keys = jax.random.split(key, hidden.shape[0])
-    # a packed board with no eligible cell left: the first off-line cell (never observed)
+    # One random order of the cells: the j-th hidden cryptog (list order) takes the j-th free
+    # cell of that order, so each gets a uniform free cell and no two share one (36 draws, not
+    # one draw per slot and cell). A packed board with no free cell left: the first off-line
+    # cell (never observed).
+    priority = jax.random.uniform(key, (_CELLS,))
+    above = (priority[None, :] > priority[:, None]) & free[None, :]  # [cell, other]
+    rank = jnp.where(free, jnp.sum(above, axis=1), -1)  # int32[36]: place among free cells
+    ordinal = jnp.cumsum(hidden) - 1  # int32[E]
+    match = rank[None, :] == ordinal[:, None]  # bool[E, 36]
     fallback = jnp.argmax(off_line.reshape(-1))
-
-    def place(free, xs):
-        k, is_hidden, pos = xs
-        score = jnp.where(free, jax.random.uniform(k, (_CELLS,)), -1.0)
-        cell = jnp.where(jnp.any(free), jnp.argmax(score), fallback)
-        new = jnp.stack([cell // GRID_SIZE, cell % GRID_SIZE]).astype(pos.dtype)
-        free = free & ~(is_hidden & (jnp.arange(_CELLS) == cell))
-        return free, jnp.where(is_hidden, new, pos)
-
-    _, pos = jax.lax.scan(place, free, (keys, hidden, enemies.pos))
-    return enemies.replace(pos=pos)
+    cell = jnp.where(jnp.any(match, axis=1), jnp.argmax(match, axis=1), fallback)
+    new = jnp.stack([cell // GRID_SIZE, cell % GRID_SIZE], axis=1).astype(enemies.pos.dtype)
+    return enemies.replace(pos=jnp.where(hidden[:, None], new, enemies.pos))
 
 
 def _resample_parts(key, grid, enemies, transmissions, player_pos, show, q_key):

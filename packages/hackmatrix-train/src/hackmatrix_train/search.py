@@ -18,6 +18,9 @@ network gives the prior (its logits, illegal and disabled actions masked) and th
   ``hidden.resample_hidden(key, state)``, a state that agrees with the observation and has
   every hidden part re-drawn (a determinization per decision). ``mode="oracle"`` searches the
   true state, for measuring what honesty costs; every result names its mode.
+* **A slim tree**: a policy trained without UNDO searches states whose UNDO ring holds only
+  the newest snapshot (``slim_ring``): the ring is most of a state's bytes, and the tree keeps
+  one state per node.
 * **Keys**: ``search(params, key, state)`` splits ``key`` into the determinization's and the
   tree's keys; the caller keeps the real game's key apart (``make_search_evaluate`` draws both
   from one step key with the same split as the greedy evaluation, so the real game's draws
@@ -38,9 +41,12 @@ import jax
 import jax.numpy as jnp
 import mctx
 from hackmatrix_env.adapters import allowed_actions, restrict_mask
+from hackmatrix_env.constants import Action
 from hackmatrix_env.hidden import resample_hidden
+from hackmatrix_env.history import peek_snapshot
 from hackmatrix_env.observation import observe
 from hackmatrix_env.transition import step_state
+from hackmatrix_env.types import History
 
 MODES = ("honest", "oracle")
 SELECTIONS = ("gumbel", "improved")
@@ -165,10 +171,33 @@ def select_rows(flag: jax.Array, on_true, on_false):
     return jax.tree.map(pick, on_true, on_false)
 
 
+def slim_ring(state):
+    """A batch of states with the UNDO ring cut to its newest snapshot (depth 1).
+
+    Nothing but UNDO reads the ring, and UNDO reads only its newest snapshot; a policy
+    trained without UNDO (``disabled``) takes it only where nothing else is legal
+    (``restrict_mask``), so one snapshot serves the search exactly but for two such UNDOs in
+    a row. The ring is most of a state's bytes, and the tree stores a state per node.
+    """
+    hist = state.history
+    newest = jax.vmap(peek_snapshot)(hist)
+    size = jnp.minimum(hist.size, 1)
+    slim = History(
+        snapshots=jax.tree.map(lambda x: x[:, None], newest),
+        top=jnp.zeros_like(hist.top),
+        size=size,
+        lost=hist.lost + hist.size - size,
+        depth=1,
+    )
+    return state.replace(history=slim)
+
+
 def run_search(apply_fn, cfg: SearchConfig, params, key: jax.Array, state) -> SearchOutput:
     """Search from a batch of states (leading axis B); see the module doc. Not jitted itself."""
     batch = state.time.shape[0]
     k_hidden, k_search = jax.random.split(key)
+    if int(Action.UNDO) in cfg.disabled:
+        state = slim_ring(state)
     if cfg.mode == "honest":
         state = jax.vmap(resample_hidden)(jax.random.split(k_hidden, batch), state)
     logits, value, mask = evaluate_states(apply_fn, params, state, cfg.disabled)
