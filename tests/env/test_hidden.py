@@ -252,6 +252,23 @@ def test_perturbed_invisible_cryptog_cell(cell):
     _assert_same_resample(s, _set(s, "enemies.pos", 0, cell))
 
 
+@pytest.mark.parametrize("stack", ["two_cryptogs", "behind_a_virus", "behind_a_shadowing_cryptog"])
+def test_perturbed_cryptog_stacking(stack):
+    """Whether an invisible cryptog shares its cell is hidden too, unless it is the first enemy
+    there and shadows a visible one: behind a virus or behind another invisible cryptog it
+    hides nothing (interface §3.5.1)."""
+    enemies = [("virus", (2, 4)), ("cryptog", (3, 3), 2), ("cryptog", (4, 4)), ("daemon", (5, 2))]
+    s = make_state((0, 0), enemies=enemies)
+    if stack == "two_cryptogs":
+        t = _set(s, "enemies.pos", 2, (3, 3))  # the second cryptog under the first
+    elif stack == "behind_a_virus":
+        t = _set(s, "enemies.pos", 1, (2, 4))  # the first cryptog behind the virus
+    else:
+        s = _set(s, "enemies.pos", 3, (3, 3))  # the first cryptog shadows the daemon (stays)
+        t = _set(s, "enemies.pos", 2, (3, 3))  # the second cryptog joins them
+    _assert_same_resample(_with_snapshot(s), _with_snapshot(t))
+
+
 def test_perturbed_snapshot_only():
     """The ring's snapshot's hidden parts count too (the UNDO program restores them)."""
     s = _base_state()

@@ -17,8 +17,8 @@ how it is re-drawn:
   uniform over the 4 kinds, as the standard placement draws them (rules §8).
 * **Invisible cryptogs** (interface §3.5.1): off the player's row and column with SHOW off.
   Each is moved to a uniformly random cell that keeps it invisible: off the player's lines,
-  not a block, not the player's cell, no other enemy or transmission on it. (One that shares
-  its cell with another enemy stays: it hides that enemy from the observation.)
+  not a block, not the player's cell, no other enemy or transmission on it. (One that is the
+  first enemy on a cell another enemy shares stays: it hides that enemy from the observation.)
 
 What the player knows from the observations it has seen is kept: how many cryptogs are
 alive (a hatching transmission that shows no enemy is one), their hp, the list order, the
@@ -129,10 +129,15 @@ def replace_invisible_cryptogs(key, enemies, transmissions, grid, player_pos, sh
     hidden = invisible_cryptogs(enemies, player_pos, show)
     # A hidden cryptog first on a cell shadows the enemies after it there (interface §3.5.1:
     # only the first enemy on a cell is shown); moving it would reveal them, so it stays.
+    # Behind another enemy, or with only hidden cryptogs after it, it hides nothing and moves:
+    # whether it shares a cell then is hidden too.
     standing = enemies.alive & (enemies.hp > 0)
     cell = enemies.pos[:, 0].astype(jnp.int32) * GRID_SIZE + enemies.pos[:, 1].astype(jnp.int32)
-    sharing = jnp.sum((cell[:, None] == cell[None, :]) & standing[None, :], axis=1) > 1
-    hidden = hidden & ~sharing
+    slot = jnp.arange(cell.shape[0])
+    same = (cell[:, None] == cell[None, :]) & standing[None, :]  # [slot, other]
+    first = ~jnp.any(same & (slot[None, :] < slot[:, None]), axis=1)
+    shadows = first & jnp.any(same & ~hidden[None, :], axis=1)
+    hidden = hidden & ~shadows
     rows = jnp.arange(GRID_SIZE)
     off_line = (rows[:, None] != player_pos[0]) & (rows[None, :] != player_pos[1])
     visible = enemies.replace(alive=enemies.alive & ~hidden)
