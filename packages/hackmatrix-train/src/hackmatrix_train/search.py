@@ -72,7 +72,7 @@ class SearchConfig:
     gamma: float = 0.99
     reward_scale: float = 1.0
     max_steps_in_episode: int = 1000
-    disabled: tuple[int, ...] = ()  # action indices out of the policy's mask (e.g. UNDO = 27)
+    disabled: tuple[int, ...] = ()  # action indices out of the policy's mask (e.g. UNDO = 14)
 
     def __post_init__(self):
         check_search_config(self)
