@@ -281,51 +281,99 @@ def format_table(summary: dict, title: str = "evaluation") -> str:
     return "\n".join(lines)
 
 
-def make_search_evaluate(env, env_params, apply_fn, search_cfg, num_episodes: int, max_steps: int):
-    """Jitted ``evaluate(params, key) -> per-episode arrays``, each move chosen by a search.
+def make_refill_evaluate(env, env_params, act, num_episodes: int, max_steps: int, slots: int):
+    """Jitted ``evaluate(params, key) -> per-episode arrays`` over ``slots`` games at a time.
 
-    The episodes, their keys and the tally are ``make_evaluate``'s: each step key splits into
-    the policy's key (here the search's) and the real game's, so the games see the same draws
-    as under the greedy policy until the two first act differently. The loop stops once every
-    episode has ended (a ``while_loop``: a search costs ``num_simulations`` env steps and network
-    calls per game, so the tail after the last episode is not paid for).
+    ``act(params, state, obs, key) -> int32[slots]`` chooses the moves of the games in the
+    slots. Episode ``i`` is ``make_evaluate``'s episode ``i``: the same reset key and, at its
+    own step ``t``, the same real-game key (step key ``t``, its env half, row ``i``), so the
+    games see the same draws whatever the slot count. When an episode ends its slot takes the
+    next one; the loop stops when every episode has ended. A search costs its simulations per
+    game per move, so no slot waits on the longest episode of a batch. The policy's key at
+    iteration ``k`` is the policy half of step key ``k``: with ``slots >= num_episodes`` every
+    episode is at step ``k`` then, and the draws are exactly ``make_evaluate``'s.
     """
-    from hackmatrix_train.search import run_search
-
     step_fn = jax.vmap(env.step, in_axes=(0, 0, 0, None))
+    n, w = num_episodes, min(slots, num_episodes)
 
     @jax.jit
     def evaluate(params, key):
         k_reset, k_run = jax.random.split(key)
-        obs, state = jax.vmap(env.reset, in_axes=(0, None))(
-            jax.random.split(k_reset, num_episodes), env_params
+        obs_all, state_all = jax.vmap(env.reset, in_axes=(0, None))(
+            jax.random.split(k_reset, n), env_params
         )
-        acc0 = new_tally(state, num_episodes, obs.action_mask.shape[-1])
+        acc = new_tally(state_all, n, obs_all.action_mask.shape[-1])
         keys = jax.random.split(k_run, max_steps)
+        take = lambda tree, rows: jax.tree.map(lambda x: x[rows], tree)  # noqa: E731
+        first = jnp.arange(w)
+        carry0 = (
+            jnp.int32(0), jnp.int32(w), first, jnp.zeros(w, jnp.int32),
+            take(obs_all, first), take(state_all, first), acc,
+        )  # fmt: skip
 
         def cond(c):
-            t, _, _, acc = c
-            return (t < max_steps) & jnp.any(acc["alive"])
+            k, _, _, _, _, _, acc = c
+            return (k < n * max_steps) & jnp.any(acc["alive"])
 
         def body(c):
-            t, _, state, acc = c
-            k_pol, k_env = jax.random.split(keys[t])
-            action = run_search(apply_fn, search_cfg, params, k_pol, state).action
-            new_obs, new_state, reward, term, trunc, info = step_fn(
-                jax.random.split(k_env, num_episodes), state, action, env_params
+            k, next_ep, ep, t, obs, state, acc = c
+            active = acc["alive"][ep]  # bool[w]: the slot's episode is still running
+            k_pol = jax.random.split(keys[jnp.minimum(k, max_steps - 1)])[0]
+            action = act(params, state, obs, k_pol)
+            env_key = jax.vmap(lambda tt, i: jax.random.split(jax.random.split(keys[tt])[1], n)[i])(
+                jnp.minimum(t, max_steps - 1), ep
             )
-            acc = tally_step(acc, state, action, reward, term, trunc, info)
-            return t + 1, new_obs, new_state, acc
+            new_obs, new_state, reward, term, trunc, info = step_fn(
+                env_key, state, action, env_params
+            )
+            rows = take(acc, ep)
+            rows = tally_step(rows, state, action, reward, term, trunc, info)
+            rows["alive"] = rows["alive"] & active  # an idle slot's episode stays as it is
+            acc = jax.tree.map(
+                lambda a, r: a.at[ep].set(jnp.where(_bcast(active, r), r, a[ep])), acc, rows
+            )
+            # an ended episode's slot takes the next episode (an idle slot keeps its last one)
+            ended = active & (term | trunc)
+            order = jnp.cumsum(ended) - 1
+            fresh = next_ep + order
+            refill = ended & (fresh < n)
+            ep = jnp.where(refill, fresh, ep)
+            t = jnp.where(refill, 0, t + 1)
+            new_obs = _select_rows(refill, take(obs_all, ep), new_obs)
+            new_state = _select_rows(refill, take(state_all, ep), new_state)
+            next_ep = next_ep + jnp.sum(refill, dtype=jnp.int32)
+            return k + 1, next_ep, ep, t, new_obs, new_state, acc
 
-        _, _, _, acc = jax.lax.while_loop(cond, body, (jnp.int32(0), obs, state, acc0))
-        return acc
+        return jax.lax.while_loop(cond, body, carry0)[-1]
 
     return evaluate
 
 
+def _bcast(flag, x):
+    return flag.reshape(flag.shape + (1,) * (x.ndim - 1))
+
+
+def _select_rows(flag, on_true, on_false):
+    return jax.tree.map(lambda a, b: jnp.where(_bcast(flag, a), a, b), on_true, on_false)
+
+
+def make_search_evaluate(
+    env, env_params, apply_fn, search_cfg, num_episodes: int, max_steps: int, slots: int = 128
+):
+    """``make_refill_evaluate`` with each move chosen by a search (``search.run_search``)."""
+    from hackmatrix_train.search import run_search
+
+    def act(params, state, obs, key):
+        del obs
+        return run_search(apply_fn, search_cfg, params, key, state).action
+
+    return make_refill_evaluate(env, env_params, act, num_episodes, max_steps, slots)
+
+
 def search_summary(
-    env, env_params, apply_fn, params, search_cfg, episodes: int, seed: int, program_names=()
-) -> dict:
+    env, env_params, apply_fn, params, search_cfg, episodes: int, seed: int, program_names=(),
+    slots: int = 128,
+) -> dict:  # fmt: skip
     """The evaluation summary of a search policy (``make_search_evaluate``), with its settings.
 
     One row of ``hm-eval --search``: the summary's fields plus ``search`` (the settings: the
@@ -337,7 +385,7 @@ def search_summary(
     from hackmatrix_train.search import describe
 
     max_steps = int(env_params.max_steps_in_episode)
-    run = make_search_evaluate(env, env_params, apply_fn, search_cfg, episodes, max_steps)
+    run = make_search_evaluate(env, env_params, apply_fn, search_cfg, episodes, max_steps, slots)
     key = jax.random.key(seed)
     t0 = time.perf_counter()
     compiled = run.lower(params, key).compile()
@@ -354,5 +402,6 @@ def search_summary(
         seconds=round(t2 - t1, 2),
         decisions=decisions,
         seconds_per_decision=(t2 - t1) / max(decisions, 1),
+        slots=min(slots, episodes),
     )
     return summary

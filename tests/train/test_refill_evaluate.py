@@ -1,0 +1,55 @@
+"""The refill evaluator (``evaluate.make_refill_evaluate``) plays ``make_evaluate``'s episodes.
+
+Differential: with the greedy network as the actor, every per-episode figure equals the
+scan evaluator's, whatever the number of slots (episodes are refilled into slots as others
+end, so each episode runs at other iterations than in the scan).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hackmatrix_env import EnvParams, HackMatrix
+from hackmatrix_train.evaluate import make_evaluate, make_refill_evaluate
+from hackmatrix_train.network import MLP, masked_categorical
+
+EPISODES, MAX_STEPS = 6, 40
+
+
+@pytest.fixture(scope="module")
+def policy():
+    env = HackMatrix()
+    params_env = EnvParams(max_steps_in_episode=MAX_STEPS)
+    net = MLP(28, hidden_dim=16, num_layers=1)
+    obs, _ = jax.vmap(env.reset, in_axes=(0, None))(
+        jax.random.split(jax.random.key(0), 1), params_env
+    )
+    params = net.init(jax.random.key(1), obs)
+    return env, params_env, net, params
+
+
+def _greedy(net):
+    def act(params, state, obs, key):
+        del state, key
+        logits, _ = net.apply(params, obs)
+        return jnp.argmax(masked_categorical(logits, obs.action_mask).logits, axis=-1).astype(
+            jnp.int32
+        )
+
+    return act
+
+
+@pytest.mark.parametrize("slots", [2])
+def test_refill_plays_the_scan_evaluators_episodes(policy, slots):
+    env, params_env, net, params = policy
+    scan = make_evaluate(env, params_env, net.apply, EPISODES, MAX_STEPS, greedy=True)
+    refill = make_refill_evaluate(env, params_env, _greedy(net), EPISODES, MAX_STEPS, slots)
+    want = jax.device_get(scan(params, jax.random.key(7)))
+    got = jax.device_get(refill(params, jax.random.key(7)))
+    assert set(want) == set(got)
+    for name in want:
+        np.testing.assert_array_equal(np.asarray(got[name]), np.asarray(want[name]), err_msg=name)
+    assert not np.asarray(got["alive"]).any()  # every episode ended
+    assert np.asarray(got["length"]).sum() > EPISODES  # the episodes were played, not skipped
