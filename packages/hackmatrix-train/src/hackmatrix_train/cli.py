@@ -762,6 +762,11 @@ def build_eval_parser() -> argparse.ArgumentParser:
         "the true state; both: a row for each",
     )  # fmt: skip
     s.add_argument("--search-depth", type=int, default=None, help="maximum tree depth")
+    s.add_argument(
+        "--determinizations", type=int, default=1, metavar="K",
+        help="honest mode: K searches from independent re-draws of the hidden parts, N/K "
+        "simulations each, improved policies averaged",
+    )  # fmt: skip
     s.add_argument("--gumbel-scale", type=float, default=1.0, help="0: deterministic search")
     s.add_argument(
         "--search-selection", choices=("gumbel", "improved"), default="gumbel",
@@ -789,6 +794,7 @@ def search_settings(args: argparse.Namespace) -> list[dict]:
             max_depth=args.search_depth,
             gumbel_scale=args.gumbel_scale,
             selection=args.search_selection,
+            determinizations=args.determinizations if m == "honest" else 1,
         )
         for n in args.search
         for m in modes

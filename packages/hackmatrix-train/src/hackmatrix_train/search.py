@@ -73,6 +73,9 @@ class SearchConfig:
     reward_scale: float = 1.0
     max_steps_in_episode: int = 1000
     disabled: tuple[int, ...] = ()  # action indices out of the policy's mask (e.g. UNDO = 14)
+    # honest mode: independent determinizations per decision, num_simulations split evenly
+    # among them; their improved policies are averaged and the argmax is played
+    determinizations: int = 1
 
     def __post_init__(self):
         check_search_config(self)
@@ -99,6 +102,12 @@ def check_search_config(cfg: SearchConfig) -> None:
     if cfg.max_steps_in_episode < 1:
         raise ValueError("max_steps_in_episode must be >= 1")
     allowed_actions(cfg.disabled)  # a clear error for a bad index
+    k = cfg.determinizations
+    if not isinstance(k, int) or k < 1 or cfg.num_simulations % k:
+        raise ValueError(
+            f"determinizations must be an int >= 1 that divides num_simulations "
+            f"({cfg.num_simulations}), got {k!r}"
+        )
 
 
 class SearchOutput(NamedTuple):
@@ -193,23 +202,32 @@ def slim_ring(state):
 
 
 def run_search(apply_fn, cfg: SearchConfig, params, key: jax.Array, state) -> SearchOutput:
-    """Search from a batch of states (leading axis B); see the module doc. Not jitted itself."""
+    """Search from a batch of states (leading axis B); see the module doc. Not jitted itself.
+
+    With ``determinizations`` K > 1 (honest mode), each game is searched K times from K
+    independent re-draws of its hidden parts, with ``num_simulations / K`` simulations each;
+    the output averages their improved policies (the played action is the average's argmax),
+    sums their visits and weighs their Q by visits.
+    """
     batch = state.time.shape[0]
     k_hidden, k_search = jax.random.split(key)
+    ens = cfg.determinizations if cfg.mode == "honest" else 1
     if int(Action.UNDO) in cfg.disabled:
         state = slim_ring(state)
+    if ens > 1:
+        state = jax.tree.map(lambda x: jnp.repeat(x, ens, axis=0), state)
     if cfg.mode == "honest":
-        state = jax.vmap(resample_hidden)(jax.random.split(k_hidden, batch), state)
+        state = jax.vmap(resample_hidden)(jax.random.split(k_hidden, batch * ens), state)
     logits, value, mask = evaluate_states(apply_fn, params, state, cfg.disabled)
     root = mctx.RootFnOutput(
-        prior_logits=logits, value=value, embedding=Node(state, jnp.zeros(batch, bool))
+        prior_logits=logits, value=value, embedding=Node(state, jnp.zeros(batch * ens, bool))
     )
     out = mctx.gumbel_muzero_policy(
         params,
         k_search,
         root,
         make_recurrent_fn(apply_fn, cfg),
-        num_simulations=cfg.num_simulations,
+        num_simulations=cfg.num_simulations // ens,
         invalid_actions=~mask,
         max_depth=cfg.max_depth,
         qtransform=mctx.qtransform_completed_by_mix_value,
@@ -218,19 +236,30 @@ def run_search(apply_fn, cfg: SearchConfig, params, key: jax.Array, state) -> Se
     )
     weights = jnp.where(mask, out.action_weights, 0.0)
     summary = out.search_tree.summary()
-    if cfg.selection == "improved":
+    visits, q, search_value = summary.visit_counts, summary.qvalues, summary.value
+    action = out.action
+    if ens > 1:  # the observation is the same in every copy: so are the prior and mask
+
+        def per_game(x):
+            return x.reshape(batch, ens, *x.shape[1:])
+
+        weights = per_game(weights).mean(axis=1)
+        q_sum = (per_game(q) * per_game(visits)).sum(axis=1)
+        visits = per_game(visits).sum(axis=1)
+        q = jnp.where(visits > 0, q_sum / jnp.maximum(visits, 1), 0.0)
+        search_value = per_game(search_value).mean(axis=1)
+        logits, value, mask = (per_game(x)[:, 0] for x in (logits, value, mask))
+    if cfg.selection == "improved" or ens > 1:
         action = jnp.argmax(jnp.where(mask, weights, -1.0), axis=-1)
-    else:
-        action = out.action
     return SearchOutput(
         action=action.astype(jnp.int32),
         prior_action=jnp.argmax(logits, axis=-1).astype(jnp.int32),
         action_weights=weights,
-        visit_counts=summary.visit_counts.astype(jnp.int32),
-        q_values=summary.qvalues,
+        visit_counts=visits.astype(jnp.int32),
+        q_values=q,
         prior=jax.nn.softmax(logits, axis=-1),
         root_value=value,
-        search_value=summary.value,
+        search_value=search_value,
         mask=mask,
     )
 
