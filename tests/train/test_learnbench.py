@@ -253,3 +253,21 @@ def test_the_benchmark_trains_each_seed_for_its_own_budgeted_length(tmp_path, mo
     assert again["env_steps"] == summary["env_steps"] and again["seeds"] == [0, 1]
     for ours, theirs in zip(summary["final"], again["final"], strict=True):
         assert theirs["greedy"]["return_mean"] == pytest.approx(ours["greedy"]["return_mean"])
+
+
+def test_a_search_run_gets_its_search_table_and_aggregate(tmp_path):
+    """A search trainer's seeds carry a ``search`` evaluation: aggregated and tabled apart."""
+    from hackmatrix_train.learnbench import aggregate, write_outputs
+
+    summary = _summary(0, 8.0, algo="search")
+    final = summary["final"][0]
+    final["env_steps"] = 1000
+    search = dict(final["greedy"], return_mean=20.0, win_rate=0.25)
+    final["search"] = {**search, "search": {"num_simulations": 8, "mode": "honest"}}
+    agg = aggregate(summary["final"])
+    assert agg["search_return"]["mean"] == 20.0 and agg["greedy_return"]["mean"] == 8.0
+    write_outputs(summary, [], tmp_path, "search")
+    table = (tmp_path / "results_search.md").read_text()
+    head, _, tail = table.partition("With its search (8 simulations per move, honest")
+    assert tail and any(r.startswith("| 0 | +20.00") for r in tail.splitlines())
+    assert not any(r.startswith("| 0 | +20.00") for r in head.splitlines())

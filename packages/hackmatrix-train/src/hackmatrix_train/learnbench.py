@@ -81,9 +81,9 @@ def aggregate(finals: list[dict]) -> dict:
     import numpy as np
 
     out = {}
-    for kind in ("sampled", "greedy"):
+    for kind in ("sampled", "greedy", "search"):
         for name, key in SUMMARY_KEYS:
-            vals = [r[kind][key] for r in finals if key in r[kind]]
+            vals = [r[kind][key] for r in finals if kind in r and key in r[kind]]
             if vals:
                 out[f"{kind}_{name}"] = {
                     "mean": float(np.mean(vals)), "std": float(np.std(vals)), "per_seed": vals,
@@ -187,6 +187,17 @@ def write_outputs(summary: dict, rows: list[dict], out: Path, tag: str) -> None:
         "",
         results_table(summary, "sampled"),
         "",
+    ]
+    if all("search" in r for r in summary["final"]):  # the search trainer's own search
+        search = summary["final"][0]["search"]["search"]
+        text += [
+            f"With its search ({search['num_simulations']} simulations per move, "
+            f"{search['mode']}; same episodes and key):",
+            "",
+            results_table(summary, "search"),
+            "",
+        ]
+    text += [
         f"Reproduce: `{summary.get('command', 'uv run hm-bench learn')}`",
         "",
     ]
@@ -523,8 +534,16 @@ def main(argv=None) -> int:
             "steps_per_second": update * cfg.batch_size / train_seconds,
             "hardware": hardware,
         }
+        if cfg.algo == "search":  # the search trainer is evaluated with its search too
+            from hackmatrix_train.evaluate import search_summary
+            from hackmatrix_train.search_train import search_config
+
+            res["search"] = search_summary(
+                eval_env, eval_params, trainer.network.apply, params, search_config(cfg),
+                cfg.final_eval_episodes, cfg.final_eval_seed, names,
+            )  # fmt: skip
         finals.append(res)
-        for kind in ("sampled", "greedy"):
+        for kind in ("sampled", "greedy", "search")[: 3 if "search" in res else 2]:
             print(f"seed {seed} eval ({kind}): {_brief(res[kind])}", flush=True)
         if args.save_checkpoints:
             from hackmatrix_train.checkpoint import save_checkpoint
