@@ -8,7 +8,9 @@ time of one batched call of each part a simulation pays for, and of whole search
 * ``network``: the policy's forward pass (the shipped default policy's shapes);
 * ``resample``: ``resample_hidden`` (once per honest search, not per simulation);
 * ``search S``: a whole ``run_search`` with S simulations, honest and oracle, and the
-  simulations per second it reaches (batch x S / time).
+  simulations per second it reaches (batch x S / time); ``--full-ring`` adds the oracle search
+  with UNDO in the mask, whose tree keeps the whole UNDO ring in every node (the A/B of the
+  slim ring).
 
 All parts run in one process on the same states, so their ratios are comparable; absolute
 times on a shared CPU box vary by +-25 % between runs.
@@ -90,6 +92,11 @@ def main(argv=None) -> None:
     p.add_argument("--policy", type=Path, default=POLICY, help="a saved policy (its network)")
     p.add_argument("--warmup-steps", type=int, default=40, help="random moves before timing")
     p.add_argument("--repeats", type=int, default=5)
+    p.add_argument(
+        "--full-ring",
+        action="store_true",
+        help="also time the oracle search with UNDO in the mask (no slim ring)",
+    )
     args = p.parse_args(argv)
 
     from hackmatrix_env.hidden import resample_hidden
@@ -116,16 +123,21 @@ def main(argv=None) -> None:
     per_sim = base["env step"] + base["observe"] + base["network"]
     print(f"  {'parts of one simulation':<22} {per_sim * 1e3:9.2f} ms  -> at most "
           f"{b / per_sim:,.0f} simulations/s")  # fmt: skip
+    variants = [("honest", {}), ("oracle", {})]
+    if args.full_ring:  # UNDO in the mask: the tree keeps the whole UNDO ring per node
+        variants.append(("oracle, full ring", {"disabled": ()}))
     for sims in args.sims:
-        for mode in ("honest", "oracle"):
-            scfg = search_config_from_train(cfg, num_simulations=sims, mode=mode)
+        for mode, extra in variants:
+            scfg = search_config_from_train(
+                cfg, num_simulations=sims, mode=mode.split(",")[0], **extra
+            )
             fn = jax.jit(partial(run_search, apply_fn, scfg))
             t0 = time.perf_counter()
             jax.block_until_ready(fn(params, jax.random.key(3), state))
             compile_s = time.perf_counter() - t0
             t = timed(fn, params, jax.random.key(3), state, repeats=args.repeats)
             print(
-                f"  search {sims:>3} sims {mode:<7} {t * 1e3:9.2f} ms per batched call, "
+                f"  search {sims:>3} sims {mode:<17} {t * 1e3:9.2f} ms per batched call, "
                 f"{b * sims / t:,.0f} simulations/s, {t / b * 1e3:.3f} ms per decision "
                 f"(compile {compile_s:.1f} s; {t / (sims * per_sim):.2f}x the parts)"
             )
