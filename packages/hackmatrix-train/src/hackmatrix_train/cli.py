@@ -13,7 +13,9 @@ import json
 import math
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, NamedTuple
 
 from hackmatrix_env.argparsing import Parser
 
@@ -336,18 +338,89 @@ def warm_start(trainer, runner, path: str):
     return trainer.with_params(runner, params)
 
 
-def run(cfg: TrainConfig, explicit=frozenset(), env=None, env_params=None, out=print) -> dict:
-    """Train (or resume) with ``cfg``; returns a summary dict. ``env`` defaults to HackMatrix."""
-    import jax
-    import numpy as np
+@dataclass
+class RunPlace:
+    """Where a run's state comes from and where it goes: a new run, or a checkpoint's."""
 
-    from hackmatrix_train import checkpoint as ckpt
-    from hackmatrix_train.logging import Clock, ProgressCSV, WandbLogger, format_progress
+    cfg: TrainConfig
+    run_name: str
+    run_dir: Path
+    resume_path: Path | None = None  # the checkpoint continued, None for a new run
+    meta: dict = field(default_factory=dict)  # its metadata ({} for a new run)
+
+
+def run(cfg: TrainConfig, explicit=frozenset(), env=None, env_params=None, out=print) -> dict:
+    """Train (or resume) with ``cfg``; returns a summary dict. ``env`` defaults to HackMatrix.
+
+    The steps: resume or plan the run, build the trainer, restore or initialise its state,
+    compile (and fit ``--time-budget``), the loop of chunks, the last save, the final
+    evaluation.
+    """
+    import jax
+
+    from hackmatrix_train.logging import Clock, ProgressCSV, WandbLogger
     from hackmatrix_train.loop import make_train
 
     t_start = time.monotonic()
-    devices = jax.devices()
-    resume_path, meta = None, {}
+    place = resume_or_plan(cfg, explicit, jax.devices())
+    cfg = place.cfg
+    try:
+        trainer = make_train(cfg, env, env_params)
+    except ValueError as e:
+        raise SystemExit(f"error: {e}") from None
+    out(describe_plan(cfg, trainer.num_devices))
+    out(f"run {place.run_name}: checkpoints in {place.run_dir}")
+    runner, meta = start_runner(trainer, cfg, place, out)
+    resumed = place.resume_path is not None
+
+    cfg, compile_s = compile_run(trainer, runner, cfg, t_start, resumed, out)
+    update = int(jax.device_get(runner.update))
+    out(f"compiled in {compile_s:.1f}s; training {trainer.num_updates - update} updates")
+
+    config_dict = cfg.to_dict()
+    logger = WandbLogger(
+        enabled=not cfg.no_wandb and jax.process_index() == 0,
+        project=cfg.project,
+        entity=cfg.entity,
+        name=place.run_name,
+        config=config_dict,
+        run_id=meta.get("wandb_id"),
+    )
+    progress = None
+    if jax.process_index() == 0:
+        progress = ProgressCSV(place.run_dir, update if resumed else None)
+    clock = Clock()
+    save = make_save(trainer, cfg, config_dict, place, meta, logger, clock, out)
+    runner, update, metrics, last_saved_update, interrupted = train_loop(
+        trainer, runner, cfg, update, save, logger, progress, clock, out,
+        last_saved_update=update if resumed else -1,
+    )  # fmt: skip
+
+    final_eval = end_run(
+        trainer, runner, cfg, place, update, last_saved_update, interrupted, save, logger, out
+    )
+    return {
+        "run_dir": str(place.run_dir),
+        "update": update,
+        "env_steps": update * cfg.batch_size,
+        "compile_seconds": compile_s,
+        "train_seconds": clock.train_seconds,
+        "steps_per_second": clock.steps / clock.train_seconds if clock.train_seconds else math.nan,
+        "metrics": metrics,
+        "interrupted": interrupted,
+        "final_eval": final_eval,
+        "runner": runner,
+        "config": cfg,
+    }
+
+
+def resume_or_plan(cfg: TrainConfig, explicit, devices) -> RunPlace:
+    """The run's config and directory: the checkpoint's on ``--resume``, else ``plan``'s.
+
+    A refused flag or an unreadable checkpoint exits with the reason.
+    """
+    from hackmatrix_train import checkpoint as ckpt
+
     if cfg.rewind is not None and cfg.resume is None:
         raise SystemExit("error: --rewind needs --resume RUN_DIR")
     if cfg.resume is not None and explicit & RESUME_ELSEWHERE:
@@ -356,75 +429,64 @@ def run(cfg: TrainConfig, explicit=frozenset(), env=None, env_params=None, out=p
             f"error: --resume continues in the run's own directory; {flags} cannot move it "
             "(copy the run directory and resume the copy)"
         )
-    if cfg.resume is not None:
-        try:
-            resume_path = ckpt.resolve_checkpoint(cfg.resume, cfg.rewind)
-            meta = ckpt.read_meta(resume_path)
-            saved = TrainConfig.from_dict(meta["config"])
-        except (ckpt.CheckpointError, ValueError, KeyError) as e:
-            raise SystemExit(f"error: cannot resume: {e}") from None
-        cfg = _merge_resume(saved, cfg, explicit)
-        run_name = meta.get("run_name") or default_run_name(cfg)
-        # the run continues where its checkpoint lies (a copied or moved run too), only there
-        run_dir = resume_path.parent
-        cfg = cfg.replace(checkpoint_dir=str(run_dir.parent))
-    else:
+    if cfg.resume is None:
         cfg = plan(cfg, explicit, len(devices), devices[0].platform)
         run_name = default_run_name(cfg)
-        run_dir = Path(cfg.checkpoint_dir) / run_name
+        return RunPlace(cfg, run_name, Path(cfg.checkpoint_dir) / run_name)
     try:
-        trainer = make_train(cfg, env, env_params)
-    except ValueError as e:
-        raise SystemExit(f"error: {e}") from None
-    out(describe_plan(cfg, trainer.num_devices))
-    out(f"run {run_name}: checkpoints in {run_dir}")
+        resume_path = ckpt.resolve_checkpoint(cfg.resume, cfg.rewind)
+        meta = ckpt.read_meta(resume_path)
+        saved = TrainConfig.from_dict(meta["config"])
+    except (ckpt.CheckpointError, ValueError, KeyError) as e:
+        raise SystemExit(f"error: cannot resume: {e}") from None
+    cfg = _merge_resume(saved, cfg, explicit)
+    run_name = meta.get("run_name") or default_run_name(cfg)
+    # the run continues where its checkpoint lies (a copied or moved run too), only there
+    run_dir = resume_path.parent
+    cfg = cfg.replace(checkpoint_dir=str(run_dir.parent))
+    return RunPlace(cfg, run_name, run_dir, resume_path, meta)
 
-    if resume_path is not None:
-        try:
-            host, meta = ckpt.load_checkpoint(resume_path, trainer.abstract_runner())
-        except ckpt.CheckpointError as e:
-            raise SystemExit(f"error: cannot resume: {e}") from None
-        runner = trainer.place(host)
-        out(f"resumed from {resume_path} at update {meta['update']}")
-        if jax.process_index() == 0:
-            ckpt.remove_temp_files(run_dir)
-            aside = ckpt.set_aside_later(run_dir, int(meta["update"]))
-            if aside is not None:
-                out(f"rewind: what the run wrote after update {meta['update']} is kept in {aside}")
-    else:
+
+def start_runner(trainer, cfg: TrainConfig, place: RunPlace, out=print):
+    """``(runner, meta)``: the checkpoint's state placed on the mesh, or a fresh (or warm-started)
+    one. On resume, what a rewound run wrote after its checkpoint is set aside."""
+    import jax
+
+    from hackmatrix_train import checkpoint as ckpt
+
+    if place.resume_path is None:
         runner = trainer.init()
         if cfg.init_params is not None:
             runner = warm_start(trainer, runner, cfg.init_params)
             out(f"params initialised from {cfg.init_params}")
-
-    out("compiling ...")
-    t0 = time.perf_counter()
-    trainer.compile(runner)
-    compile_s = time.perf_counter() - t0
-    if cfg.time_budget is not None and resume_path is None:
-        cfg = plan_time_budget(trainer, runner, time.monotonic() - t_start, out)
-    batch = cfg.batch_size
-    num_updates = trainer.num_updates
-    update = int(jax.device_get(runner.update))
-    out(f"compiled in {compile_s:.1f}s; training {num_updates - update} updates")
-    config_dict = cfg.to_dict()
-    logger = WandbLogger(
-        enabled=not cfg.no_wandb and jax.process_index() == 0,
-        project=cfg.project,
-        entity=cfg.entity,
-        name=run_name,
-        config=config_dict,
-        run_id=meta.get("wandb_id"),
-    )
-    progress = None
+        return runner, place.meta
+    try:
+        host, meta = ckpt.load_checkpoint(place.resume_path, trainer.abstract_runner())
+    except ckpt.CheckpointError as e:
+        raise SystemExit(f"error: cannot resume: {e}") from None
+    runner = trainer.place(host)
+    out(f"resumed from {place.resume_path} at update {meta['update']}")
     if jax.process_index() == 0:
-        progress = ProgressCSV(run_dir, update if resume_path is not None else None)
+        ckpt.remove_temp_files(place.run_dir)
+        aside = ckpt.set_aside_later(place.run_dir, int(meta["update"]))
+        if aside is not None:
+            out(f"rewind: what the run wrote after update {meta['update']} is kept in {aside}")
+    return runner, meta
+
+
+def make_save(trainer, cfg: TrainConfig, config_dict, place: RunPlace, meta, logger, clock,
+              out=print):  # fmt: skip
+    """``save(runner, why) -> path``: a full checkpoint whose metadata carries the run's
+    bookkeeping (name, env steps, devices, wandb id, training seconds over every resume)."""
+    import jax
+
+    from hackmatrix_train import checkpoint as ckpt
 
     def save(r, why: str) -> Path:
         u = int(jax.device_get(r.update))
         m = {
-            "run_name": run_name,
-            "env_steps": u * batch,
+            "run_name": place.run_name,
+            "env_steps": u * cfg.batch_size,
             "num_devices": trainer.num_devices,
             "wandb_id": logger.id,
             "reason": why,
@@ -433,13 +495,36 @@ def run(cfg: TrainConfig, explicit=frozenset(), env=None, env_params=None, out=p
             "saved_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "jax_version": jax.__version__,
         }
-        path = ckpt.save_checkpoint(run_dir, r, config_dict, m, keep=cfg.keep_checkpoints)
+        path = ckpt.save_checkpoint(place.run_dir, r, config_dict, m, keep=cfg.keep_checkpoints)
         out(f"checkpoint ({why}) update {u}: {path}")
         return path
 
-    clock = Clock()
+    return save
+
+
+class Trained(NamedTuple):
+    """Where ``train_loop`` stopped."""
+
+    runner: Any
+    update: int
+    metrics: dict  # the last chunk's, {} if none ran
+    last_saved_update: int
+    interrupted: bool  # by Ctrl+C
+
+
+def train_loop(trainer, runner, cfg: TrainConfig, update: int, save, logger, progress, clock,
+               out=print, last_saved_update: int = -1) -> Trained:  # fmt: skip
+    """Chunks of ``--log-interval`` updates up to the run's length, each logged; a checkpoint
+    every ``--save-interval`` updates and ``--save-interval-minutes``. Ctrl+C stops it after
+    the last completed chunk."""
+    import jax
+    import numpy as np
+
+    from hackmatrix_train.logging import format_progress
+
+    batch = cfg.batch_size
+    num_updates = trainer.num_updates
     last_save_t = time.monotonic()
-    last_saved_update = update if resume_path is not None else -1
     metrics: dict = {}
     interrupted = False
     first_chunk = True
@@ -476,33 +561,46 @@ def run(cfg: TrainConfig, explicit=frozenset(), env=None, env_params=None, out=p
             out("interrupted: a multi-process run resumes from its last saved checkpoint")
         else:
             out("interrupted: saving the last completed update ...")
+    return Trained(runner, update, metrics, last_saved_update, interrupted)
+
+
+def compile_run(trainer, runner, cfg: TrainConfig, t_start: float, resumed: bool, out=print):
+    """``(cfg, compile seconds)``: the chunk compiled ahead of time; a new run with
+    ``--time-budget`` then gets the length that fits (``plan_time_budget``)."""
+    out("compiling ...")
+    t0 = time.perf_counter()
+    trainer.compile(runner)
+    compile_s = time.perf_counter() - t0
+    if cfg.time_budget is not None and not resumed:
+        cfg = plan_time_budget(trainer, runner, time.monotonic() - t_start, out)
+    return cfg, compile_s
+
+
+def end_run(
+    trainer, runner, cfg: TrainConfig, place: RunPlace, update: int, last_saved_update: int,
+    interrupted: bool, save, logger, out=print,
+) -> dict | None:  # fmt: skip
+    """The last checkpoint, the params artifact and the final evaluation (its summary, or None).
+
+    An interrupted multi-process run saves nothing (another process may be inside a chunk);
+    only a run that reached its length is evaluated.
+    """
+    import jax
+
     path = None
     if update != last_saved_update and not (interrupted and jax.process_count() > 1):
         path = save(runner, "interrupt" if interrupted else "final")
-        last_saved_update = update
     if path is not None and not interrupted and not cfg.no_artifact:
-        logger.log_artifact(str(run_dir / "params.msgpack"), f"{run_name}-params")
+        logger.log_artifact(str(place.run_dir / "params.msgpack"), f"{place.run_name}-params")
     final_eval = None
-    if not interrupted and update == num_updates and cfg.final_eval_episodes > 0:
-        final_eval = final_evaluation(trainer, runner.params, cfg, run_dir, out)
+    if not interrupted and update == trainer.num_updates and cfg.final_eval_episodes > 0:
+        final_eval = final_evaluation(trainer, runner.params, cfg, place.run_dir, out)
         logger.log(
             {f"final_eval/{k}": v for k, v in final_eval.items() if isinstance(v, int | float)},
-            step=update * batch,
+            step=update * cfg.batch_size,
         )
     logger.finish()
-    return {
-        "run_dir": str(run_dir),
-        "update": update,
-        "env_steps": update * batch,
-        "compile_seconds": compile_s,
-        "train_seconds": clock.train_seconds,
-        "steps_per_second": clock.steps / clock.train_seconds if clock.train_seconds else math.nan,
-        "metrics": metrics,
-        "interrupted": interrupted,
-        "final_eval": final_eval,
-        "runner": runner,
-        "config": cfg,
-    }
+    return final_eval
 
 
 def agree(value: int) -> int:

@@ -44,6 +44,48 @@ def _spec_tree() -> RunnerState:
     )  # fmt: skip
 
 
+def _env_shapes(env, env_params):
+    """(one env's observation shapes, action count, reward components), running nothing."""
+    k = jax.random.key(0)
+    obs1, state1 = jax.eval_shape(env.reset, k, env_params)
+    num_actions = int(obs1.action_mask.shape[-1])
+    info = jax.eval_shape(env.step, k, state1, jnp.int32(0), env_params)[-1]
+    rb = info.get("reward_breakdown")
+    return obs1, num_actions, int(rb.shape[-1]) if rb is not None else 0
+
+
+def _check_env_flags(cfg: TrainConfig, obs1, num_actions: int) -> None:
+    """A ``ValueError`` for a loss term the env cannot serve (HackMatrix-only flags)."""
+    for flag, used in (("--program-potential", cfg.program_potential > 0),
+                       ("--program-bonus", has_program_bonus(cfg))):  # fmt: skip
+        if used and not hasattr(obs1, "programs"):
+            raise ValueError(f"{flag} needs an observation with a `programs` field (HackMatrix)")
+    if cfg.explore_floor > 0 and num_actions != HACKMATRIX_ACTIONS:
+        raise ValueError(
+            f"--explore-floor needs the HackMatrix action space ({HACKMATRIX_ACTIONS} "
+            f"actions: siphon and program groups); this env has {num_actions}"
+        )
+
+
+def _make_algo_update(cfg: TrainConfig, apply_fn, env, env_params, is_hackmatrix: bool):
+    """The config's ``update(runner, sched)``: PPO's, or the search trainer's."""
+    if cfg.algo != "search":
+        return make_update(cfg, apply_fn, env, env_params, axis_name=AXIS)
+    # the search acts, the network learns its targets
+    from hackmatrix_train.search_train import make_search_update
+
+    if not is_hackmatrix:
+        raise ValueError("--algo search plans with the HackMatrix game as its model")
+    return make_search_update(cfg, apply_fn, env, env_params, axis_name=AXIS)
+
+
+def add_metrics(sums: dict, raw: dict) -> dict:
+    """One update's raw metrics added to the chunk's sums (the highest stage: the max)."""
+    return {
+        k: (jnp.maximum(sums[k], v) if k == "ep_stage_max" else sums[k] + v) for k, v in raw.items()
+    }
+
+
 class Trainer:
     """A compiled PPO trainer for one (config, env, env_params) on all local/global devices."""
 
@@ -55,43 +97,22 @@ class Trainer:
         self.schedule = make_schedule(cfg, cfg.num_updates)
         self.mesh = Mesh(np.array(self.devices), (AXIS,))
 
-        # Shapes of one env's observation and info, without running anything.
-        k = jax.random.key(0)
-        obs1, state1 = jax.eval_shape(env.reset, k, env_params)
-        self.num_actions = int(obs1.action_mask.shape[-1])
-        info = jax.eval_shape(env.step, k, state1, jnp.int32(0), env_params)[-1]
-        rb = info.get("reward_breakdown")
-        self.num_components = int(rb.shape[-1]) if rb is not None else 0
+        obs1, self.num_actions, self.num_components = _env_shapes(env, env_params)
         comp_names, prog_names = _hackmatrix_names()
         if comp_names is None or len(comp_names) != self.num_components:
             comp_names = tuple(f"c{i}" for i in range(self.num_components))
         self.component_names = comp_names
         self.is_hackmatrix = self.num_actions == HACKMATRIX_ACTIONS and prog_names is not None
         self.program_names = prog_names if self.is_hackmatrix else ()
-        for flag, used in (("--program-potential", cfg.program_potential > 0),
-                           ("--program-bonus", has_program_bonus(cfg))):  # fmt: skip
-            if used and not hasattr(obs1, "programs"):
-                raise ValueError(
-                    f"{flag} needs an observation with a `programs` field (HackMatrix)"
-                )
-        if cfg.explore_floor > 0 and self.num_actions != HACKMATRIX_ACTIONS:
-            raise ValueError(
-                f"--explore-floor needs the HackMatrix action space ({HACKMATRIX_ACTIONS} "
-                f"actions: siphon and program groups); this env has {self.num_actions}"
-            )
+        _check_env_flags(cfg, obs1, self.num_actions)
 
         self.network = make_network(cfg.network, self.num_actions, cfg.hidden_dim, cfg.num_layers)
         self.tx = make_optimizer(cfg, self.num_updates)  # for the optimizer state's init
-        if cfg.algo == "search":  # the search acts, the network learns its targets
-            from hackmatrix_train.search_train import make_search_update
+        self._update = _make_algo_update(
+            cfg, self.network.apply, env, env_params, self.is_hackmatrix
+        )
 
-            if not self.is_hackmatrix:
-                raise ValueError("--algo search plans with the HackMatrix game as its model")
-            self._update = make_search_update(
-                cfg, self.network.apply, env, env_params, axis_name=AXIS
-            )
-        else:
-            self._update = make_update(cfg, self.network.apply, env, env_params, axis_name=AXIS)
+        # sharding: envs, observations, accumulators and keys split over the mesh's axis
         self.spec = _spec_tree()
         self.shardings = jax.tree.map(
             lambda s: NamedSharding(self.mesh, s), self.spec, is_leaf=lambda x: isinstance(x, P)
@@ -174,64 +195,11 @@ class Trainer:
         def body(_, carry):
             runner, sums = carry
             runner, raw = self._update(runner, sched)
-            sums = {
-                k: (jnp.maximum(sums[k], v) if k == "ep_stage_max" else sums[k] + v)
-                for k, v in raw.items()
-            }
-            return runner, sums
+            return runner, add_metrics(sums, raw)
 
         runner, sums = jax.lax.fori_loop(0, n, body, (runner, zero))
-        metrics = self._finalize(sums, n, runner.update)
+        metrics = finalize_metrics(sums, n, runner.update, self)
         return runner.replace(key=runner.key[None]), metrics
-
-    def _finalize(self, s, n, update):
-        """Turn per-chunk sums into the logged scalar metrics."""
-        f32 = jnp.float32
-        n = jnp.maximum(n, 1).astype(f32)
-        eps = jnp.maximum(s["ep_count"], 1.0)
-        m = {
-            "train/episode_return": s["ep_return"] / eps,
-            "train/episode_length": s["ep_length"] / eps,
-            "train/num_episodes": s["ep_count"],
-            "train/learning_rate": s["lr"] / n,
-            "train/ent_coef": s["ent_coef"] / n,
-            "train/explore_floor": s["explore_floor"] / n,
-            "train/explore_weight": s["explore_weight"] / n,
-            "train/program_bonus": s["program_bonus"] / n,
-            "train/update": update.astype(f32),
-            "train/invalid_actions": s["invalid"],
-            # the trainer's shaping (loss only), per env step; train/episode_return excludes it
-            "train/shaping_per_step": s["shaping"] / jnp.maximum(s["action_counts"].sum(), 1.0),
-        }
-        for k in (
-            "pg_loss", "vf_loss", "entropy", "approx_kl", "clip_frac", "explained_variance",
-            "floor_loss", "grad_norm",
-        ):  # fmt: skip
-            m[f"train/{k}"] = s[k] / n
-        for i, name in enumerate(self.component_names):
-            m[f"reward/{name}"] = s["ep_breakdown"][i] / eps
-        counts = s["action_counts"]
-        total = jnp.maximum(counts.sum(), 1.0)
-        if self.is_hackmatrix:
-            m["actions/move_frac"] = counts[:4].sum() / total
-            m["actions/siphon_frac"] = counts[4] / total
-            m["actions/program_frac"] = counts[5:].sum() / total
-            kinds = s["kind_counts"]
-            ktot = jnp.maximum(kinds.sum(), 1.0)
-            for i, name in enumerate(("move", "attack", "siphon", "program", "invalid")):
-                if i < NUM_ACTION_KINDS:
-                    m[f"actions/kind_{name}_frac"] = kinds[i] / ktot
-            for i, name in enumerate(self.program_names):
-                m[f"actions/program/{name}"] = counts[5 + i]
-            m["stats/mean_stage"] = s["ep_stage"] / eps
-            m["stats/highest_stage"] = s["ep_stage_max"]
-            m["stats/win_rate"] = s["ep_wins"] / eps
-            m["stats/history_overflow_frac"] = s["ep_overflow"] / eps
-            m["stats/programs_owned"] = s["programs_owned"] / total
-        else:
-            for i in range(self.num_actions):
-                m[f"actions/a{i}_frac"] = counts[i] / total
-        return {k: jnp.asarray(v, f32) for k, v in m.items()}
 
     def set_num_updates(self, num_updates: int) -> None:
         """Give the run another length (``--time-budget``); the compiled chunk stays valid."""
@@ -260,6 +228,60 @@ class Trainer:
         # no-op for arrays already placed; fixes e.g. empty arrays that come back replicated
         runner = jax.device_put(runner, self.shardings)
         return self.compile(runner)(runner, jnp.int32(n), self._schedule_arrays())
+
+
+def finalize_metrics(s: dict, n, update, names) -> dict:
+    """Turn a chunk's sums of ``n`` updates into the logged scalar metrics.
+
+    ``names`` (a ``Trainer``) gives the reward component and program names and whether the
+    HackMatrix action groups apply.
+    """
+    f32 = jnp.float32
+    n = jnp.maximum(n, 1).astype(f32)
+    eps = jnp.maximum(s["ep_count"], 1.0)
+    m = {
+        "train/episode_return": s["ep_return"] / eps,
+        "train/episode_length": s["ep_length"] / eps,
+        "train/num_episodes": s["ep_count"],
+        "train/learning_rate": s["lr"] / n,
+        "train/ent_coef": s["ent_coef"] / n,
+        "train/explore_floor": s["explore_floor"] / n,
+        "train/explore_weight": s["explore_weight"] / n,
+        "train/program_bonus": s["program_bonus"] / n,
+        "train/update": update.astype(f32),
+        "train/invalid_actions": s["invalid"],
+        # the trainer's shaping (loss only), per env step; train/episode_return excludes it
+        "train/shaping_per_step": s["shaping"] / jnp.maximum(s["action_counts"].sum(), 1.0),
+    }
+    for k in (
+        "pg_loss", "vf_loss", "entropy", "approx_kl", "clip_frac", "explained_variance",
+        "floor_loss", "grad_norm",
+    ):  # fmt: skip
+        m[f"train/{k}"] = s[k] / n
+    for i, name in enumerate(names.component_names):
+        m[f"reward/{name}"] = s["ep_breakdown"][i] / eps
+    counts = s["action_counts"]
+    total = jnp.maximum(counts.sum(), 1.0)
+    if names.is_hackmatrix:
+        m["actions/move_frac"] = counts[:4].sum() / total
+        m["actions/siphon_frac"] = counts[4] / total
+        m["actions/program_frac"] = counts[5:].sum() / total
+        kinds = s["kind_counts"]
+        ktot = jnp.maximum(kinds.sum(), 1.0)
+        for i, name in enumerate(("move", "attack", "siphon", "program", "invalid")):
+            if i < NUM_ACTION_KINDS:
+                m[f"actions/kind_{name}_frac"] = kinds[i] / ktot
+        for i, name in enumerate(names.program_names):
+            m[f"actions/program/{name}"] = counts[5 + i]
+        m["stats/mean_stage"] = s["ep_stage"] / eps
+        m["stats/highest_stage"] = s["ep_stage_max"]
+        m["stats/win_rate"] = s["ep_wins"] / eps
+        m["stats/history_overflow_frac"] = s["ep_overflow"] / eps
+        m["stats/programs_owned"] = s["programs_owned"] / total
+    else:
+        for i in range(names.num_actions):
+            m[f"actions/a{i}_frac"] = counts[i] / total
+    return {k: jnp.asarray(v, f32) for k, v in m.items()}
 
 
 def make_env(cfg: TrainConfig):

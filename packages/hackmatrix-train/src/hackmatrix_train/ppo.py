@@ -285,13 +285,48 @@ def minibatch_step(
     return optax.apply_updates(params, updates), opt_state, aux
 
 
+def reduce_stats(stats: dict, axis_name=None) -> dict:
+    """The rollout's episode sums over devices: each summed, the highest stage the max."""
+    return {
+        k: (
+            jax.lax.pmax(v, axis_name) if axis_name and k == "ep_stage_max" else _psum(v, axis_name)
+        )
+        for k, v in stats.items()
+    }
+
+
+def loss_metrics(aux: dict, values, targets, axis_name=None) -> dict:
+    """The epochs' mean loss terms and the critic's explained variance, averaged over devices.
+
+    ``aux`` leaves are [update_epochs, num_minibatches]; ``ratio_max_dev`` is a test probe,
+    not a metric.
+    """
+    var_y = jnp.var(targets)
+    explained = jnp.where(var_y > 0, 1.0 - jnp.var(targets - values) / var_y, 0.0)
+    losses = {k: _pmean(v.mean(), axis_name) for k, v in aux.items() if k != "ratio_max_dev"}
+    losses["explained_variance"] = _pmean(explained, axis_name)
+    return losses
+
+
+def schedule_metrics(cfg, sched: Schedule, update, ent_coef, bonus_coef, floor, weight) -> dict:
+    """This update's scheduled coefficients (0 for a term that is off)."""
+    return {
+        "lr": learning_rate(cfg, sched, update),
+        "ent_coef": ent_coef,
+        "program_bonus": bonus_coef,  # 0 when the bonus is off (validate refuses 0 -> 0)
+        "explore_floor": jnp.float32(0.0) if floor is None else floor,
+        "explore_weight": jnp.float32(0.0) if floor is None else weight,
+    }
+
+
 def make_update(cfg, apply_fn, env, env_params, axis_name=None):
     """Build ``update(runner, sched) -> (runner, raw_metrics)``: one rollout + PPO epochs.
 
-    ``sched`` (a ``Schedule``) gives the run's length, so the compiled update serves any length;
-    the optimizer is built from it too (``make_optimizer``).
+    Read top to bottom like purejaxrl's ``make_train``: rollout, advantages, epochs of
+    minibatches, metrics. ``sched`` (a ``Schedule``) gives the run's length, so the compiled
+    update serves any length; the optimizer is built from it too (``make_optimizer``).
+    ``raw_metrics`` are one update's sums, which ``loop.Trainer`` adds up over a chunk.
     """
-    num_mb = cfg.num_minibatches
     skip_undo = cfg.program_terms_skip_undo
     potential = program_potential(cfg.program_potential, skip_undo)
     # the same count, kept at the end; its coefficient follows the bonus schedule
@@ -305,61 +340,48 @@ def make_update(cfg, apply_fn, env, env_params, axis_name=None):
         def bonus(obs):
             return bonus_coef * programs_counted(obs)
 
+        # 1. rollout: num_steps steps of every env with the current params
         env_state, obs, acc, traj, stats = collect_rollout(
             k_roll, apply_fn, runner.params, env, env_params, runner.env_state, runner.obs,
             runner.acc, cfg.num_steps, potential, cfg.gamma,
             None if programs_counted is None else bonus,
         )  # fmt: skip
+
+        # 2. advantages: GAE over [T, N], bootstrapped from the value of the last observation
         _, last_value = apply_fn(runner.params, obs)
         adv, targets = compute_gae(traj, last_value, cfg.gamma, cfg.gae_lambda, cfg.reward_scale)
+
+        # 3. update_epochs passes, each a fresh permutation cut into num_minibatches steps
         ent_coef = entropy_coef(cfg, sched, runner.update)
         floor = explore_floor(cfg, sched, runner.update)
         weight = None if floor is None else explore_weight(cfg, sched, runner.update, floor)
-
-        flat = jax.tree.map(lambda x: x.reshape((-1, *x.shape[2:])), (traj, adv, targets))
+        batch = jax.tree.map(lambda x: x.reshape((-1, *x.shape[2:])), (traj, adv, targets))
         batch_size = adv.size
 
-        def grad_step(carry, mb):
+        def update_minibatch(carry, rows):
+            mb = jax.tree.map(lambda x: jnp.take(x, rows, axis=0), batch)
             params, opt_state, aux = minibatch_step(
                 *carry, mb, apply_fn=apply_fn, tx=tx, cfg=cfg, ent_coef=ent_coef, floor=floor,
                 floor_weight=weight, axis_name=axis_name,
             )  # fmt: skip
             return (params, opt_state), aux
 
-        def epoch(carry, key):
+        def update_epoch(carry, key):
             # shuffle indices only; each minibatch gathers its own rows (no shuffled copy of
             # the whole batch in memory)
-            idx = jax.random.permutation(key, batch_size).reshape((num_mb, -1))
-
-            def minibatch(carry, rows):
-                mb = jax.tree.map(lambda x: jnp.take(x, rows, axis=0), flat)
-                return grad_step(carry, mb)
-
-            return jax.lax.scan(minibatch, carry, idx)
+            idx = jax.random.permutation(key, batch_size).reshape((cfg.num_minibatches, -1))
+            return jax.lax.scan(update_minibatch, carry, idx)
 
         (params, opt_state), aux = jax.lax.scan(
-            epoch,
+            update_epoch,
             (runner.params, runner.opt_state),
             jax.random.split(k_epochs, cfg.update_epochs),
         )
-        var_y = jnp.var(targets)
-        explained = jnp.where(var_y > 0, 1.0 - jnp.var(targets - traj.value) / var_y, 0.0)
-        losses = {k: _pmean(v.mean(), axis_name) for k, v in aux.items() if k != "ratio_max_dev"}
-        losses["explained_variance"] = _pmean(explained, axis_name)
-        stats = {
-            k: (
-                jax.lax.pmax(v, axis_name)
-                if axis_name and k == "ep_stage_max"
-                else _psum(v, axis_name)
-            )
-            for k, v in stats.items()
-        }
-        raw = {**stats, **losses}
-        raw["lr"] = learning_rate(cfg, sched, runner.update)
-        raw["ent_coef"] = ent_coef
-        raw["program_bonus"] = bonus_coef  # 0 when the bonus is off (validate refuses 0 -> 0)
-        raw["explore_floor"] = jnp.float32(0.0) if floor is None else floor
-        raw["explore_weight"] = jnp.float32(0.0) if floor is None else weight
+
+        # 4. metrics: episode sums, mean losses, this update's coefficients
+        losses = loss_metrics(aux, traj.value, targets, axis_name)
+        raw = {**reduce_stats(stats, axis_name), **losses}
+        raw.update(schedule_metrics(cfg, sched, runner.update, ent_coef, bonus_coef, floor, weight))
         runner = runner.replace(
             params=params,
             opt_state=opt_state,
