@@ -10,7 +10,10 @@ network gives the prior (its logits, illegal and disabled actions masked) and th
   died, won, or sent an invalid action; or ``time`` reached the step limit: the evaluation ends
   the episode there too) returns reward 0, discount 0 and the same state.
 * **Units**: rewards are the canonical reward times ``reward_scale``, the units the value head
-  learned; the discount is the trainer's ``gamma``.
+  learned; the discount is the trainer's ``gamma``. A policy trained with the program bonus
+  (``hm-train --program-bonus``, a reward per program acquired) learned it in its value: the
+  tree adds it too (``program_bonus``, search-side shaping, named in every result), or the
+  search would see acquiring a program as a loss of value.
 * **The mask**: the root's ``invalid_actions`` and every node's prior use the policy's mask:
   the game's, less the actions the policy was trained without (``disabled``, e.g. UNDO), with
   ``adapters.restrict_mask``'s fallback.
@@ -41,10 +44,11 @@ import jax
 import jax.numpy as jnp
 import mctx
 from hackmatrix_env.adapters import allowed_actions, restrict_mask
-from hackmatrix_env.constants import Action
+from hackmatrix_env.constants import Action, Program
 from hackmatrix_env.hidden import resample_hidden
 from hackmatrix_env.history import peek_snapshot
 from hackmatrix_env.observation import observe
+from hackmatrix_env.programs import owned_programs
 from hackmatrix_env.transition import step_state
 from hackmatrix_env.types import History
 
@@ -76,6 +80,10 @@ class SearchConfig:
     # honest mode: independent determinizations per decision, num_simulations split evenly
     # among them; their improved policies are averaged and the argmax is played
     determinizations: int = 1
+    # the trainer's program bonus (reward per program acquired, UNDO aside), added to the
+    # tree's rewards so they are in the units the value head learned; 0: the canonical reward
+    program_bonus: float = 0.0
+    program_bonus_skips_undo: bool = True  # the trainer's --program-terms-skip-undo
 
     def __post_init__(self):
         check_search_config(self)
@@ -149,6 +157,13 @@ def evaluate_states(apply_fn, params, state, disabled: tuple[int, ...]):
     return jnp.where(mask, logits, MASKED_LOGIT), value, mask
 
 
+def programs_counted(state, skip_undo: bool) -> jax.Array:
+    """f32[B]: the programs each game owns, UNDO aside when ``skip_undo`` (what the trainer's
+    program bonus counts: ``rollout.program_potential``)."""
+    owned = jax.vmap(owned_programs)(state.game).astype(jnp.float32)
+    return owned.sum(-1) - (owned[:, Program.UNDO] if skip_undo else 0.0)
+
+
 def make_recurrent_fn(apply_fn, cfg: SearchConfig):
     """mctx's ``recurrent_fn``: one real env step per game, terminal nodes absorbing."""
 
@@ -156,6 +171,10 @@ def make_recurrent_fn(apply_fn, cfg: SearchConfig):
         batch = action.shape[0]
         keys = jax.random.split(key, batch)
         stepped, reward, terminated, _ = jax.vmap(step_state)(keys, node.state, action)
+        if cfg.program_bonus:  # the value head learned the trainer's bonus: so does the tree
+            skip = cfg.program_bonus_skips_undo
+            gained = programs_counted(stepped, skip) - programs_counted(node.state, skip)
+            reward = reward + cfg.program_bonus * gained
         truncated = stepped.time >= cfg.max_steps_in_episode
         state = select_rows(node.done, node.state, stepped)
         done = node.done | terminated | truncated
@@ -274,7 +293,11 @@ def search_config_from_train(train_cfg, **overrides) -> SearchConfig:
     disabled programs; ``overrides`` set the search's own options."""
     from hackmatrix_train.config import disabled_actions
 
+    bonus = train_cfg.program_bonus_end
+    bonus = train_cfg.program_bonus if bonus is None else bonus  # the run's last coefficient
     base = dict(
+        program_bonus=float(bonus),
+        program_bonus_skips_undo=bool(train_cfg.program_terms_skip_undo),
         gamma=float(train_cfg.gamma),
         reward_scale=float(train_cfg.reward_scale),
         max_steps_in_episode=int(train_cfg.max_steps_in_episode),
