@@ -53,8 +53,8 @@ from hackmatrix_env.constants import (
     NUM_PROGRAMS,
     NUM_STAGES,
     PLAYER_FEATURES,
-    Content,
 )
+from hackmatrix_env.game import is_episode_over, on_final_exit
 from hackmatrix_env.history import has_snapshot
 from hackmatrix_env.observation import observe, observe_game
 from hackmatrix_env.transition import (
@@ -180,16 +180,14 @@ class HackMatrix(environment.Environment[EnvState, EnvParams]):
         return observe(state)
 
     def is_terminated(self, state: EnvState, params: EnvParams) -> jax.Array:
-        """bool[]: dead, or stage 8 won (player on the exit at stage 8).
+        """bool[]: dead, or stage 8 won (player on the exit at stage 8): ``game.is_episode_over``.
 
         An invalid action also terminates a step, but that is a property of the
         step, not of the state (see ``info["invalid_action"]``).
         """
         del params
         game = state.game
-        r, c = game.player.pos[0].astype(jnp.int32), game.player.pos[1].astype(jnp.int32)
-        on_exit = game.grid.content[r, c] == Content.EXIT
-        return (game.player.hp == 0) | ((game.stage >= NUM_STAGES) & on_exit)
+        return is_episode_over(game, failed=jnp.bool_(False), won=on_final_exit(game))
 
     # ------------------------------------------------------------------ rendering
 

@@ -1,20 +1,24 @@
 """One game step as a straight pipeline of phases (interface §1, rules §3), layer 5.
 
-    state = direction(action)                        §1 step 3, every row (cheap, dense)
-    state = siphon_or_program(k_prog, ...)           §1 step 3, rows that siphon or run one
-    state = state if the action was valid else the old state            §1 step 4
-    state = complete_stage(...); generate_stage(k_stage, ...)  §1 step 5, rows on the exit
-    state = enemy_phase(k_enemy, ...)                §1 step 6, rows whose turn ended
-    events for the reward                            §1 steps 2, 7
+``step_game`` reads as the list of phases, one per line::
+
+    after, turn = player_action(k_prog, state, action, undo)   §1 steps 3-4
+    after = complete_stage(k_stage, after, turn.exit_reached)   §1 step 5
+    after, ran = enemy_phase(k_enemy, after, turn.ends_turn)    §1 step 6
+    events = step_events(state, after, action, turn, ran)       §1 steps 2, 7
 
 Each phase is a function of the state that leaves the rows it does not concern unchanged, so
 under ``vmap`` every row takes the same straight path and no branch is selected afterwards.
-The rare phases (siphon or program, the new stage's generation, the enemy phase's placements
+The rare parts (siphon or program, the new stage's generation, the enemy phase's placements
 and its per-enemy loop) run through the sparse scheduler of ``batching`` (``compute_where``,
-``ragged_fori_loop``): under ``vmap`` only the rows that need them pay (specs/env-shell.md §4);
-unbatched they are a ``lax.cond`` and a ``fori_loop``. This module is the only rule module that
-names the scheduler: the rule modules compute one game's phase, and take the loop or the
-sparse evaluation as an argument where they have one.
+``ragged_fori_loop``) inside the phase that owns them: under ``vmap`` only the rows that need
+them pay (specs/env-shell.md §4); unbatched they are a ``lax.cond`` and a ``fori_loop``. This
+module is the only rule module that names the scheduler: the rule modules compute one game's
+phase, and take the loop or the sparse evaluation as an argument where they have one.
+
+Whether a step ends the episode (rules §13) is decided here only, by ``is_episode_over``: the
+env step (``transition.step_state``) and the gymnax state predicate (``env.is_terminated``)
+both call it.
 
 The game never holds the UNDO ring: a step reads ``undo`` (``history.undo_top``) and says in
 its events whether UNDO ran and whether a real enemy phase ran; the env shell pops and pushes
@@ -23,18 +27,40 @@ its events whether UNDO ran and whether a real enemy phase ran; the env shell po
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import jax
 import jax.numpy as jnp
 
 from hackmatrix_env import enemies, programs
 from hackmatrix_env.batching import compute_where, ragged_fori_loop
 from hackmatrix_env.board import select_tree
-from hackmatrix_env.constants import FIRST_PROGRAM, NUM_PROGRAMS, Action, ActionKind
+from hackmatrix_env.constants import (
+    FIRST_PROGRAM,
+    NUM_PROGRAMS,
+    NUM_STAGES,
+    Action,
+    ActionKind,
+    Content,
+)
 from hackmatrix_env.movement import resolve_direction
 from hackmatrix_env.reward import shaping_distance
 from hackmatrix_env.siphon import apply_siphon, siphon_quality
 from hackmatrix_env.stage import advance_stage, generate_stage
 from hackmatrix_env.types import GameState, StepEvents, UndoTop
+
+
+class Turn(NamedTuple):
+    """What the player's action did, as the later phases and the events read it."""
+
+    valid: jax.Array  # bool[]   the action succeeded (interface §1 step 4)
+    kind: jax.Array  # int32[]  ActionKind the action has if it succeeds
+    kills: jax.Array  # int32[]  kills of the direction or program, were it valid
+    collected: jax.Array  # bool[]   a move picked up a data siphon
+    exit_reached: jax.Array  # bool[]   a valid move or WARP reached the exit
+    ends_turn: jax.Array  # bool[]   the enemy phase follows (interface §1 step 6)
+    missed_credits: jax.Array  # int32[]  siphon quality (interface §4.6), siphon rows
+    missed_energy: jax.Array  # int32[]
 
 
 def died_to_siphon_enemy(state: GameState) -> jax.Array:
@@ -58,6 +84,57 @@ def siphon_or_program(
     ran, kills, warp = programs.run_program(key, state, prog_idx, undo.snapshot)
     ok = programs.program_mask(state, undo.available)[prog_idx]
     return select_tree(siphon, siphoned, ran), missed_c, missed_e, kills, warp, ok
+
+
+def player_action(
+    key: jax.Array, state: GameState, action: jax.Array, undo: UndoTop
+) -> tuple[GameState, Turn]:
+    """The player's action (interface §1 step 3: rules §4, §5, programs §3), then the
+    failure rule (§1 step 4: a failed action changes nothing).
+
+    The direction (rules §4) is resolved on every row (cheap, dense) and is the default of
+    the sparse siphon/program job, so the job's result is already the state the chosen
+    action gives. Validity: direction, the resolution succeeded; siphon, siphons > 0;
+    program, ``program_mask`` (programs §2), read inside the sparse job.
+    """
+    is_dir = action < Action.SIPHON
+    is_siphon = action == Action.SIPHON
+    is_prog = action >= FIRST_PROGRAM
+    prog_idx = jnp.clip(action - FIRST_PROGRAM, 0, NUM_PROGRAMS - 1)
+
+    moved, dir_ok, shot, dir_kills, collected, dir_exit = resolve_direction(
+        state, jnp.clip(action, 0, Action.RIGHT)
+    )
+    no = jnp.bool_(False)
+    acted, missed_c, missed_e, prog_kills, warp_exit, prog_ok = compute_where(
+        is_siphon | is_prog,
+        siphon_or_program,
+        (key, state, prog_idx, is_siphon, undo),
+        (moved, jnp.int32(0), jnp.int32(0), jnp.int32(0), no, no),
+    )
+    valid = jnp.where(is_dir, dir_ok, jnp.where(is_siphon, state.player.siphons > 0, prog_ok))
+    after = select_tree(valid, acted, state)
+
+    exit_reached = valid & jnp.where(is_dir, dir_exit, is_prog & warp_exit)
+    ends_turn = valid & ~exit_reached
+    ends_turn &= is_dir | is_siphon | (is_prog & programs.is_turn_ending(prog_idx))
+    kind = jnp.where(
+        is_dir,
+        jnp.where(shot, ActionKind.ATTACK, ActionKind.MOVE),
+        jnp.where(is_siphon, ActionKind.SIPHON, ActionKind.PROGRAM),
+    )
+    quality_on = valid & is_siphon
+    turn = Turn(
+        valid=valid,
+        kind=kind,
+        kills=jnp.where(is_dir, dir_kills, jnp.where(is_prog, prog_kills, 0)),
+        collected=valid & is_dir & collected,
+        exit_reached=exit_reached,
+        ends_turn=ends_turn,
+        missed_credits=jnp.where(quality_on, missed_c, 0),
+        missed_energy=jnp.where(quality_on, missed_e, 0),
+    )
+    return after, turn
 
 
 def complete_stage(key: jax.Array, state: GameState, reached: jax.Array) -> GameState:
@@ -87,70 +164,62 @@ def enemy_phase(key: jax.Array, state: GameState, active: jax.Array) -> tuple[Ga
     return state.replace(step_flag=state.step_flag & ~active), real
 
 
+def step_events(
+    before: GameState, after: GameState, action: jax.Array, turn: Turn, ran: jax.Array
+) -> StepEvents:
+    """What the reward reads of the step (interface §1 steps 2 and 7, §4).
+
+    D0 (``shaping_distance``, §4.5) is the distance on ``before``; ``died_to_siphon_enemy``
+    is checked after every turn-ending action, even a STEP-skipped phase (specs/choices.md).
+    """
+    valid = turn.valid
+    hp0 = before.player.hp.astype(jnp.int32)
+    died = valid & (after.player.hp.astype(jnp.int32) == 0)
+    return StepEvents(
+        invalid=~valid,
+        action_kind=jnp.where(valid, turn.kind, ActionKind.INVALID).astype(jnp.int8),
+        kills=jnp.where(valid, turn.kills, 0).astype(jnp.int32),
+        data_siphon_collected=turn.collected,
+        exit_reached=turn.exit_reached,
+        victory=turn.exit_reached & (before.stage >= NUM_STAGES),
+        enemy_phase_ran=ran,
+        died_to_siphon_enemy=died & turn.ends_turn & died_to_siphon_enemy(after),
+        siphon_missed_credits=turn.missed_credits.astype(jnp.int32),
+        siphon_missed_energy=turn.missed_energy.astype(jnp.int32),
+        reset_wasteful=valid & (action == Action.RESET) & (hp0 == 2),
+        dist_before=shaping_distance(before).astype(jnp.int32),
+        undone=valid & (action == Action.UNDO),
+    )
+
+
 def step_game(
     key: jax.Array, state: GameState, action: jax.Array, undo: UndoTop
 ) -> tuple[GameState, StepEvents]:
     """Apply action 0..27 (interface §1). Returns (state, events); the reward reads both.
 
-    ``undo``: what the step reads of the UNDO ring (``history.undo_top``).
+    ``undo``: what the step reads of the UNDO ring (``history.undo_top``). Stage completion
+    and the enemy phase are exclusive: a step that reaches the exit does not end the turn.
     """
     k_prog, k_stage, k_enemy = jax.random.split(key, 3)
     action = jnp.asarray(action, jnp.int32)
-    before = state
-    d0 = shaping_distance(state)  # §1 step 2
-    hp0 = state.player.hp.astype(jnp.int32)
-    is_dir = action < Action.SIPHON
-    is_siphon = action == Action.SIPHON
-    is_prog = action >= FIRST_PROGRAM
-    prog_idx = jnp.clip(action - FIRST_PROGRAM, 0, NUM_PROGRAMS - 1)
+    after, turn = player_action(k_prog, state, action, undo)  # §1 steps 3-4
+    after = complete_stage(k_stage, after, turn.exit_reached)  # §1 step 5
+    after, ran = enemy_phase(k_enemy, after, turn.ends_turn)  # §1 step 6
+    return after, step_events(state, after, action, turn, ran)  # §1 steps 2, 7
 
-    # §1 step 3: the player action. The direction's state is the sparse job's default, so
-    # the job's result is already the state the chosen action gives.
-    moved, dir_ok, shot, dir_kills, collected, dir_exit = resolve_direction(
-        state, jnp.clip(action, 0, Action.RIGHT)
-    )
-    no = jnp.bool_(False)
-    state, missed_c, missed_e, prog_kills, warp_exit, prog_ok = compute_where(
-        is_siphon | is_prog,
-        siphon_or_program,
-        (k_prog, state, prog_idx, is_siphon, undo),
-        (moved, jnp.int32(0), jnp.int32(0), jnp.int32(0), no, no),
-    )
-    valid = jnp.where(is_dir, dir_ok, jnp.where(is_siphon, before.player.siphons > 0, prog_ok))
-    state = select_tree(valid, state, before)  # §1 step 4: a failed action changes nothing
 
-    exit_reached = valid & jnp.where(is_dir, dir_exit, is_prog & warp_exit)
-    turn_ending = valid & ~exit_reached
-    turn_ending &= is_dir | is_siphon | (is_prog & programs.is_turn_ending(prog_idx))
+def on_final_exit(state: GameState) -> jax.Array:
+    """bool[]: the player stands on the exit of stage 8, where a victory leaves it (rules §9.2)."""
+    r, c = state.player.pos[0].astype(jnp.int32), state.player.pos[1].astype(jnp.int32)
+    on_exit = state.grid.content[r, c] == Content.EXIT
+    return (state.stage >= NUM_STAGES) & on_exit
 
-    # §1 steps 5-6: stage completion, or the enemy phase (never both).
-    state = complete_stage(k_stage, state, exit_reached)
-    state, ran = enemy_phase(k_enemy, state, turn_ending)
 
-    hp1 = state.player.hp.astype(jnp.int32)
-    died = valid & (hp1 == 0)
-    kind = jnp.where(
-        is_dir,
-        jnp.where(shot, ActionKind.ATTACK, ActionKind.MOVE),
-        jnp.where(is_siphon, ActionKind.SIPHON, ActionKind.PROGRAM),
-    )
-    quality_on = valid & is_siphon
-    events = StepEvents(
-        invalid=~valid,
-        action_kind=jnp.where(valid, kind, ActionKind.INVALID).astype(jnp.int8),
-        kills=jnp.where(
-            valid, jnp.where(is_dir, dir_kills, jnp.where(is_prog, prog_kills, 0)), 0
-        ).astype(jnp.int32),
-        data_siphon_collected=valid & is_dir & collected,
-        exit_reached=exit_reached,
-        victory=exit_reached & (before.stage >= 8),
-        enemy_phase_ran=ran,
-        # after any turn-ending action, even a STEP-skipped phase (specs/choices.md)
-        died_to_siphon_enemy=died & turn_ending & died_to_siphon_enemy(state),
-        siphon_missed_credits=jnp.where(quality_on, missed_c, 0).astype(jnp.int32),
-        siphon_missed_energy=jnp.where(quality_on, missed_e, 0).astype(jnp.int32),
-        reset_wasteful=valid & (action == Action.RESET) & (hp0 == 2),
-        dist_before=d0.astype(jnp.int32),
-        undone=valid & (action == Action.UNDO),
-    )
-    return state, events
+def is_episode_over(state: GameState, *, failed: jax.Array, won: jax.Array) -> jax.Array:
+    """bool[]: done (rules §13): the action ``failed``, stage 8 was ``won``, or hp is 0.
+
+    The one place that decides termination: ``transition.step_state`` passes the step's
+    events (``invalid``, ``victory``); ``env.is_terminated``, which sees a state only, passes
+    no failure and ``on_final_exit``.
+    """
+    return failed | won | (state.player.hp == 0)

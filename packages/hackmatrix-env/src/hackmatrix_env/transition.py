@@ -14,7 +14,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from hackmatrix_env.game import step_game
+from hackmatrix_env.game import is_episode_over, step_game
 from hackmatrix_env.history import record_step, undo_top
 from hackmatrix_env.reward import reward_breakdown, total_reward
 from hackmatrix_env.stage import reset_game
@@ -51,13 +51,13 @@ def step_state(
 ) -> tuple[EnvState, jax.Array, jax.Array, dict[str, Any]]:
     """One env step without auto-reset: ``(state, reward f32, terminated, info)`` (§4).
 
-    ``advance`` with ``time`` + 1; ``terminated``: the action was invalid, the player died, or
-    stage 8 was completed.
+    ``advance`` with ``time`` + 1; ``terminated``: ``game.is_episode_over`` (rules §13: the
+    action was invalid, stage 8 was completed, or the player died).
     """
     after, ev = advance(key, state, action)
     breakdown = reward_breakdown(state.game, after.game, ev)
     reward = total_reward(breakdown).astype(jnp.float32)
-    terminated = ev.invalid | ev.victory | (after.game.player.hp == 0)
+    terminated = is_episode_over(after.game, failed=ev.invalid, won=ev.victory)
     info = {
         "reward_breakdown": breakdown,
         "action_kind": ev.action_kind,
