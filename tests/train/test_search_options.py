@@ -1,0 +1,112 @@
+"""Search options beyond the core: several determinizations, and the program bonus in the tree.
+
+* ``determinizations`` K: K honest searches per game, the simulations split among them;
+  the output sums their visits, averages their improved policies and plays the average's
+  argmax. Checked on random mid-game states: legal actions, visits summing to the budget,
+  the improved policy a distribution over the mask, determinism per key.
+* ``program_bonus``: the tree's reward for a step that wins a program is the game's reward
+  plus the bonus (the units a value head trained with the bonus learned), and nothing else
+  changes.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from builders import make_state
+from hackmatrix_env import HackMatrix
+from hackmatrix_env.constants import NUM_ACTIONS, Action
+from hackmatrix_train.search import (
+    Node,
+    SearchConfig,
+    make_recurrent_fn,
+    make_search,
+    search_config_from_train,
+)
+
+B = 6
+
+
+def prior_fn(params, obs):
+    batch = obs.action_mask.shape[:-1]
+    return jnp.broadcast_to(params["logits"], (*batch, NUM_ACTIONS)), jnp.zeros(batch)
+
+
+UNIFORM = {"logits": jnp.zeros(NUM_ACTIONS)}
+
+
+@pytest.fixture(scope="module")
+def states():
+    env = HackMatrix()
+    keys = jax.random.split(jax.random.key(3), B)
+    obs, state = jax.vmap(env.reset, in_axes=(0, None))(keys, env.default_params)
+
+    @jax.jit
+    def play(obs, state, key):
+        def body(c, k):
+            obs, state = c
+            k_a, k_s = jax.random.split(k)
+            logits = jnp.where(obs.action_mask, 0.0, -1e9)
+            a = jax.random.categorical(k_a, logits).astype(jnp.int32)
+            obs, state, *_ = jax.vmap(env.step, in_axes=(0, 0, 0, None))(
+                jax.random.split(k_s, B), state, a, env.default_params
+            )
+            return (obs, state), None
+
+        return jax.lax.scan(body, (obs, state), jax.random.split(key, 12))[0][1]
+
+    return play(obs, state, jax.random.key(4))
+
+
+def test_several_determinizations_aggregate_into_one_decision(states):
+    cfg = SearchConfig(num_simulations=8, determinizations=4, disabled=(14,))
+    search = make_search(prior_fn, cfg)
+    out = search(UNIFORM, jax.random.key(0), states)
+    mask = np.asarray(out.mask)
+    action = np.asarray(out.action)
+    assert out.action_weights.shape == (B, NUM_ACTIONS)
+    assert mask[np.arange(B), action].all()
+    assert (np.asarray(out.visit_counts).sum(-1) == 8).all()  # 4 searches x 2 simulations
+    weights = np.asarray(out.action_weights)
+    np.testing.assert_allclose(weights.sum(-1), 1.0, atol=1e-5)
+    assert (weights[~mask] == 0).all()
+    np.testing.assert_array_equal(action, weights.argmax(-1))  # the average's argmax
+    again = search(UNIFORM, jax.random.key(0), states)
+    np.testing.assert_array_equal(np.asarray(again.action), action)
+
+
+def test_determinizations_must_divide_the_simulations():
+    with pytest.raises(ValueError, match="determinizations"):
+        SearchConfig(num_simulations=8, determinizations=3)
+    with pytest.raises(ValueError, match="determinizations"):
+        SearchConfig(num_simulations=8, determinizations=0)
+
+
+# one siphon and the stage's one program block (SCORE) right above: siphoning wins it
+WIN_A_PROGRAM = make_state((2, 2), siphons=1, energy=5, blocks=[("program", (3, 2), "score")])
+
+
+def test_the_program_bonus_is_added_to_a_winning_step_only():
+    plain = make_recurrent_fn(prior_fn, SearchConfig(num_simulations=2))
+    bonus = make_recurrent_fn(prior_fn, SearchConfig(num_simulations=2, program_bonus=5.0))
+    state = jax.tree.map(lambda x: jnp.stack([x, x]), WIN_A_PROGRAM)
+    node = Node(state, jnp.zeros(2, bool))
+    actions = jnp.array([int(Action.SIPHON), int(Action.DOWN)], jnp.int32)
+    key = jax.random.key(1)
+    out_plain, next_plain = jax.jit(plain)(UNIFORM, key, actions, node)
+    out_bonus, next_bonus = jax.jit(bonus)(UNIFORM, key, actions, node)
+    gained = np.asarray(out_bonus.reward - out_plain.reward)
+    np.testing.assert_allclose(gained, [5.0, 0.0], atol=1e-6)  # the siphon won SCORE
+    for a, b in zip(jax.tree.leaves(next_plain), jax.tree.leaves(next_bonus), strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_a_policy_trained_with_the_bonus_searches_with_it():
+    from hackmatrix_train.config import TrainConfig
+
+    cfg = search_config_from_train(TrainConfig(), num_simulations=8)
+    assert cfg.program_bonus == TrainConfig().program_bonus and cfg.program_bonus_skips_undo
+    none = search_config_from_train(TrainConfig(program_bonus=0.0), num_simulations=8)
+    assert none.program_bonus == 0.0
