@@ -46,9 +46,12 @@ def wrong_prior(action: int, strength: float = 2.0) -> dict:
 
 UNIFORM = {"logits": jnp.zeros(NUM_ACTIONS)}
 
-CFG = SearchConfig(num_simulations=64)  # honest, Gumbel selection, nothing disabled
+# honest with one determinization (the search itself), Gumbel selection, nothing disabled
+CFG = SearchConfig(num_simulations=64, determinizations=1)
 DISABLED = (int(Action.LEFT), UNDO, RESET)
-CFG_IMPROVED = SearchConfig(num_simulations=32, selection="improved", disabled=DISABLED)
+CFG_IMPROVED = SearchConfig(
+    num_simulations=32, selection="improved", disabled=DISABLED, determinizations=1
+)
 SEARCH = make_search(prior_fn, CFG)
 SEARCH_IMPROVED = make_search(prior_fn, CFG_IMPROVED)
 RECURRENT = jax.jit(make_recurrent_fn(prior_fn, CFG))

@@ -861,9 +861,9 @@ def build_eval_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     s.add_argument("--search-depth", type=int, default=None, help="maximum tree depth")
     s.add_argument(
-        "--determinizations", type=int, default=1, metavar="K",
+        "--determinizations", type=int, default=None, metavar="K",
         help="honest mode: K searches from independent re-draws of the hidden parts, N/K "
-        "simulations each, improved policies averaged",
+        "simulations each, improved policies averaged (default: one per 8 simulations)",
     )  # fmt: skip
     s.add_argument("--gumbel-scale", type=float, default=1.0, help="0: deterministic search")
     s.add_argument(
@@ -892,7 +892,7 @@ def search_settings(args: argparse.Namespace) -> list[dict]:
             max_depth=args.search_depth,
             gumbel_scale=args.gumbel_scale,
             selection=args.search_selection,
-            determinizations=args.determinizations if m == "honest" else 1,
+            determinizations=args.determinizations if m == "honest" else None,
         )
         for n in args.search
         for m in modes

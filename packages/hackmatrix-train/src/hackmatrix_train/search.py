@@ -78,8 +78,9 @@ class SearchConfig:
     max_steps_in_episode: int = 1000
     disabled: tuple[int, ...] = ()  # action indices out of the policy's mask (e.g. UNDO = 14)
     # honest mode: independent determinizations per decision, num_simulations split evenly
-    # among them; their improved policies are averaged and the argmax is played
-    determinizations: int = 1
+    # among them; their improved policies are averaged and the argmax is played. None: one
+    # per SIMULATIONS_PER_DETERMINIZATION simulations (specs/search.md §2)
+    determinizations: int | None = None
     # the trainer's program bonus (reward per program acquired, UNDO aside), added to the
     # tree's rewards so they are in the units the value head learned; 0: the canonical reward
     program_bonus: float = 0.0
@@ -87,6 +88,20 @@ class SearchConfig:
 
     def __post_init__(self):
         check_search_config(self)
+
+
+SIMULATIONS_PER_DETERMINIZATION = 8
+
+
+def num_determinizations(cfg: SearchConfig) -> int:
+    """K, the determinizations per decision: ``cfg.determinizations``, or when None one per
+    ``SIMULATIONS_PER_DETERMINIZATION`` simulations (at least one); 1 in oracle mode."""
+    if cfg.mode != "honest":
+        return 1
+    if cfg.determinizations is None:
+        per = SIMULATIONS_PER_DETERMINIZATION
+        return max(1, cfg.num_simulations // per) if cfg.num_simulations % per == 0 else 1
+    return cfg.determinizations
 
 
 def check_search_config(cfg: SearchConfig) -> None:
@@ -110,7 +125,7 @@ def check_search_config(cfg: SearchConfig) -> None:
     if cfg.max_steps_in_episode < 1:
         raise ValueError("max_steps_in_episode must be >= 1")
     allowed_actions(cfg.disabled)  # a clear error for a bad index
-    k = cfg.determinizations
+    k = num_determinizations(cfg)
     if not isinstance(k, int) or k < 1 or cfg.num_simulations % k:
         raise ValueError(
             f"determinizations must be an int >= 1 that divides num_simulations "
@@ -230,7 +245,7 @@ def run_search(apply_fn, cfg: SearchConfig, params, key: jax.Array, state) -> Se
     """
     batch = state.time.shape[0]
     k_hidden, k_search = jax.random.split(key)
-    ens = cfg.determinizations if cfg.mode == "honest" else 1
+    ens = num_determinizations(cfg)
     if int(Action.UNDO) in cfg.disabled:
         state = slim_ring(state)
     if ens > 1:
@@ -311,4 +326,5 @@ def describe(cfg: SearchConfig) -> dict:
     """The search's settings as a JSON-ready dict (every result carries it)."""
     d = dataclasses.asdict(cfg)
     d["disabled"] = list(cfg.disabled)
+    d["determinizations"] = num_determinizations(cfg)
     return d
