@@ -9,6 +9,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import pytest
+from gymnax.environments import spaces
+from gymnax.wrappers.gym import GymnaxToGymWrapper
 from gymnax.wrappers.purerl import FlattenObservationWrapper, LogWrapper
 from hackmatrix_env import HackMatrix
 from hackmatrix_env.adapters import (
@@ -45,6 +47,30 @@ def test_flatten_wrapper_over_the_dict_observation_names_the_adapter(make):
         with pytest.raises(TypeError, match="BoxObservationWrapper") as err:
             call()
         assert "make_legacy_env" in str(err.value) and "flatten_observation" in str(err.value)
+
+
+@pytest.mark.parametrize("make", FLATTEN_OVER_DICT.values(), ids=FLATTEN_OVER_DICT.keys())
+def test_flatten_wrapper_observation_space_over_the_dict_names_the_adapter(make):
+    with pytest.raises(TypeError, match="BoxObservationWrapper") as err:
+        make().observation_space(PARAMS)
+    assert "make_legacy_env" in str(err.value) and "flatten_observation" in str(err.value)
+    assert "Only Box spaces" not in str(err.value)
+
+
+def test_the_observation_space_is_a_dict_that_names_the_adapter_when_used_as_a_box():
+    space = HackMatrix().observation_space(PARAMS)
+    assert isinstance(space, spaces.Dict) and not isinstance(space, (spaces.Box, spaces.Discrete))
+    assert set(space.spaces) == {"player", "programs", "grid", "action_mask"}
+    assert not hasattr(space, "shape")  # duck typing still reads it as no Box
+    for name in ("shape", "low", "high", "dtype"):
+        with pytest.raises(AttributeError, match="BoxObservationWrapper"):
+            getattr(space, name)
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        space.nothing  # noqa: B018
+    # gymnax's conversion to a gym space reads it as the Dict it is
+    gym_space = GymnaxToGymWrapper(HackMatrix()).observation_space
+    assert set(gym_space.spaces) == set(space.spaces)
+    assert gym_space["grid"].shape == (6, 6, 42)
 
 
 def test_the_observation_is_never_silently_one_array():

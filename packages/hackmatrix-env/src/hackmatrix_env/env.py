@@ -38,6 +38,7 @@ the base class's ``step`` exactly, apart from that unread buffer.
 
 from __future__ import annotations
 
+import sys
 from functools import partial
 from typing import Any
 
@@ -64,7 +65,44 @@ from hackmatrix_env.transition import (
     reset_state,
     step_state,
 )
-from hackmatrix_env.types import EnvParams, EnvState, Observation
+from hackmatrix_env.types import NOT_ONE_ARRAY, EnvParams, EnvState, Observation
+
+
+class ObservationSpace(spaces.Dict):
+    """The ``Dict`` space of the observation's four fields, which will not pass for a ``Box``.
+
+    RL code written for one flat array treats the space as a ``Box``: gymnax's
+    ``FlattenObservationWrapper.observation_space`` asserts ``isinstance(space, Box)``, and
+    purejaxrl and rejax size their networks from ``space.shape``. Both get a ``TypeError`` /
+    ``AttributeError`` naming the Box adapter (``BoxObservationWrapper``, ``make_legacy_env``)
+    and ``flatten_observation``, as the observation itself does when reshaped
+    (``Observation.__jax_array__``), rather than gymnax's "Only Box spaces are supported" or
+    a bare missing attribute. Everything else sees a plain ``spaces.Dict``: ``isinstance``
+    anywhere but in that wrapper, ``spaces``, ``sample``, ``contains``, gymnax's conversion
+    to a gym ``Dict`` (``GymnaxToGymWrapper``).
+    """
+
+    _BOX_ATTRIBUTES = frozenset({"low", "high", "shape", "dtype"})
+
+    @property
+    def __class__(self):
+        # isinstance(space, C) reads __class__ only when the type is not a subclass of C:
+        # refused when gymnax's FlattenObservationWrapper asks whether this is its Box
+        from gymnax.wrappers.purerl import FlattenObservationWrapper
+
+        if sys._getframe(1).f_code is FlattenObservationWrapper.observation_space.__code__:
+            raise TypeError(
+                f"the HackMatrix observation space is a Dict, not a Box: {NOT_ONE_ARRAY}"
+            )
+        return type(self)
+
+    def __getattr__(self, name: str):
+        if name in ObservationSpace._BOX_ATTRIBUTES:
+            raise AttributeError(
+                f"the HackMatrix observation space is a Dict of four spaces and has no Box "
+                f"{name!r}: {NOT_ONE_ARRAY}"
+            )
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
 
 class HackMatrix(environment.Environment[EnvState, EnvParams]):
@@ -209,10 +247,13 @@ class HackMatrix(environment.Environment[EnvState, EnvParams]):
         del params
         return spaces.Discrete(NUM_ACTIONS)
 
-    def observation_space(self, params: EnvParams | None = None) -> spaces.Dict:
-        """The ``Observation`` fields; declared bounds [0, 1] (values may exceed 1, interface §3.6)."""
+    def observation_space(self, params: EnvParams | None = None) -> ObservationSpace:
+        """The ``Observation`` fields; declared bounds [0, 1] (values may exceed 1, interface §3.6).
+
+        A ``spaces.Dict`` that names the Box adapter when used as a ``Box`` (``ObservationSpace``).
+        """
         del params
-        return spaces.Dict(
+        return ObservationSpace(
             {
                 "player": spaces.Box(0.0, 1.0, (PLAYER_FEATURES,), jnp.float32),
                 "programs": spaces.Box(0.0, 1.0, (NUM_PROGRAMS,), jnp.float32),

@@ -268,13 +268,17 @@ class Observation(NamedTuple):
         gymnax's ``FlattenObservationWrapper`` reshapes the observation; over ``HackMatrix``
         it needs the Box adapter underneath (what ``make_legacy_env`` builds).
         """
-        raise TypeError(
-            "a HackMatrix Observation is a NamedTuple of four arrays (player, programs, grid, "
-            "action_mask), not one array: flatten it with hackmatrix_env.observation."
-            "flatten_observation, or put hackmatrix_env.adapters.BoxObservationWrapper under "
-            "gymnax's FlattenObservationWrapper / LogWrapper (hackmatrix_env.adapters."
-            "make_legacy_env() builds that stack)"
-        )
+        raise TypeError(NOT_ONE_ARRAY)
+
+
+# What the observation, and its space (env.ObservationSpace), say when used as one array / Box.
+NOT_ONE_ARRAY = (
+    "a HackMatrix Observation is a NamedTuple of four arrays (player, programs, grid, "
+    "action_mask), not one array: flatten it with hackmatrix_env.observation."
+    "flatten_observation, or put hackmatrix_env.adapters.BoxObservationWrapper under "
+    "gymnax's FlattenObservationWrapper / LogWrapper (hackmatrix_env.adapters."
+    "make_legacy_env() builds that stack)"
+)
 
 
 @struct.dataclass
