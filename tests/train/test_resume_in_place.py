@@ -20,7 +20,7 @@ from pathlib import Path
 import jax
 import pytest
 from hackmatrix_train import checkpoint as ckpt
-from hackmatrix_train.cli import build_parser, config_from_args, run
+from hackmatrix_train.cli import build_parser, config_from_args, run, wandb_run_id
 from hackmatrix_train.loop import make_train
 from train.test_checkpoint import CFG as CHECKPOINT_CFG
 from train.train_probes import ProbeParams, ProbeSuite
@@ -138,6 +138,43 @@ def test_resume_refuses_flags_that_would_move_the_run(states, tmp_path):
         with pytest.raises(SystemExit, match="continues in the run's own directory"):
             resume(tmp_path / "ck" / NAME, *flags)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ck"]
+
+
+def test_wandb_run_id_is_kept_only_where_the_checkpoint_was_written(tmp_path):
+    here, copy = tmp_path / "ck" / NAME, tmp_path / "ck" / "copy"
+    here.mkdir(parents=True)
+    copy.mkdir()
+    meta = {"wandb_id": "abc123", "run_dir": str(here.resolve()), "run_name": NAME}
+    assert wandb_run_id(meta, here) == "abc123"
+    assert wandb_run_id(meta, tmp_path / "ck" / ".." / "ck" / NAME) == "abc123"  # same place
+    assert wandb_run_id(meta, copy) is None  # a copy: a new wandb run
+    assert wandb_run_id({**meta, "wandb_id": None}, here) is None  # no wandb run to continue
+    assert wandb_run_id({}, here) is None  # a new run
+    moved = {**meta, "run_dir": str(tmp_path / "gone" / NAME)}  # the original moved away
+    assert wandb_run_id(moved, here) is None
+    # a checkpoint from before the run_dir field: its config's checkpoint_dir / run_name
+    old = {"wandb_id": "abc123", "run_name": NAME, "config": {"checkpoint_dir": str(here.parent)}}
+    assert wandb_run_id(old, here) == "abc123" and wandb_run_id(old, copy) is None
+
+
+def test_a_resumed_copy_starts_a_new_wandb_run_and_the_original_keeps_its_own(states, tmp_path):
+    train(tmp_path / "ck", 2)
+    run_dir = tmp_path / "ck" / NAME
+    sidecar = run_dir / "ckpt_00000002.json"
+    meta = json.loads(sidecar.read_text())
+    assert meta["run_dir"] == str(run_dir.resolve())  # each checkpoint records where it lies
+    sidecar.write_text(json.dumps({**meta, "wandb_id": "orig123"}))  # as if wandb had run
+    shutil.copytree(run_dir, tmp_path / "copy")
+    lines: list[str] = []
+    resume(tmp_path / "copy", "--total-timesteps", str(3 * STEPS), out=lines.append)
+    assert any("logs to a new wandb run, not to orig123" in line for line in lines)
+    copied = ckpt.read_meta(tmp_path / "copy" / "ckpt_00000003.msgpack")
+    assert copied["wandb_id"] != "orig123"
+    assert copied["run_dir"] == str((tmp_path / "copy").resolve())
+    lines.clear()
+    resume(run_dir, "--total-timesteps", str(3 * STEPS), out=lines.append)
+    assert not any("wandb" in line for line in lines)
+    assert ckpt.read_meta(run_dir / "ckpt_00000003.msgpack")["wandb_id"] == "orig123"
 
 
 # A subprocess saves update 3's checkpoint into a run directory holding updates 1 and 2 (keep=2,

@@ -3,7 +3,10 @@
 The host loop calls the jitted chunk of ``log_interval`` updates, then logs (console + wandb) and
 checkpoints between chunks: every ``--save-interval`` updates, every ``--save-interval-minutes``,
 at the end, and on Ctrl+C. ``--resume`` restores the whole runner state and runs only the
-remaining updates, so an interrupted-and-resumed run equals an uninterrupted one bit for bit.
+remaining updates, so an interrupted-and-resumed run equals an uninterrupted one bit for bit. It
+continues in the resumed checkpoint's own directory (a copied or moved run too), sets a rewound
+run's later files aside, and logs to the checkpoint's wandb run only where it was written
+(specs/train.md §7).
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 import time
 from dataclasses import dataclass, field
@@ -384,7 +388,7 @@ def run(cfg: TrainConfig, explicit=frozenset(), env=None, env_params=None, out=p
         entity=cfg.entity,
         name=place.run_name,
         config=config_dict,
-        run_id=meta.get("wandb_id"),
+        run_id=wandb_run_id(meta, place.run_dir),
     )
     progress = None
     if jax.process_index() == 0:
@@ -466,12 +470,43 @@ def start_runner(trainer, cfg: TrainConfig, place: RunPlace, out=print):
         raise SystemExit(f"error: cannot resume: {e}") from None
     runner = trainer.place(host)
     out(f"resumed from {place.resume_path} at update {meta['update']}")
+    if meta.get("wandb_id") and wandb_run_id(meta, place.run_dir) is None:
+        out(
+            f"wandb: {place.run_dir} is not where this checkpoint was written (a copy or a "
+            f"move): it logs to a new wandb run, not to {meta['wandb_id']}"
+        )
     if jax.process_index() == 0:
         ckpt.remove_temp_files(place.run_dir)
         aside = ckpt.set_aside_later(place.run_dir, int(meta["update"]))
         if aside is not None:
             out(f"rewind: what the run wrote after update {meta['update']} is kept in {aside}")
     return runner, meta
+
+
+def wandb_run_id(meta: dict, run_dir: Path) -> str | None:
+    """The wandb run a resumed run logs to: the checkpoint's, if ``run_dir`` is where it was
+    written; ``None`` (a new wandb run) for a new run and for a copied or moved run directory.
+
+    A copy is another run from the update it resumes: it would interleave its metrics with the
+    original's (which may go on too) under the same run id. A checkpoint records the absolute
+    run directory it was written in (``run_dir``); one from before that field is taken to lie in
+    ``checkpoint_dir / run_name`` of its config.
+    """
+    saved = meta.get("wandb_id")
+    if not saved:
+        return None
+    written = meta.get("run_dir")
+    if written is None:
+        config = meta.get("config") or {}
+        if not config.get("checkpoint_dir") or not meta.get("run_name"):
+            return None
+        written = Path(config["checkpoint_dir"]) / meta["run_name"]
+    run_dir, written = Path(run_dir), Path(written)
+    try:
+        same = os.path.samefile(run_dir, written)
+    except OSError:  # the original is gone (a move) or unreadable
+        same = run_dir.resolve() == written.resolve()
+    return saved if same else None
 
 
 def make_save(trainer, cfg: TrainConfig, config_dict, place: RunPlace, meta, logger, clock,
@@ -486,6 +521,7 @@ def make_save(trainer, cfg: TrainConfig, config_dict, place: RunPlace, meta, log
         u = int(jax.device_get(r.update))
         m = {
             "run_name": place.run_name,
+            "run_dir": str(place.run_dir.resolve()),  # where it was written (wandb_run_id)
             "env_steps": u * cfg.batch_size,
             "num_devices": trainer.num_devices,
             "wandb_id": logger.id,
@@ -917,6 +953,8 @@ def evaluate_checkpoint(
 
     if episodes < 1:
         raise ValueError("--episodes must be >= 1")
+    if random and not greedy:  # the same refusal as hm-watch's
+        raise ValueError("--sampled chooses the checkpoint's actions; --random has none")
     check_env_args(start_stage, max_steps)
     flat, meta = ckpt.load_params(path)
     cfg = TrainConfig.from_dict(meta["config"])
