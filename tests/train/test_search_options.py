@@ -103,10 +103,10 @@ def test_the_program_bonus_is_added_to_a_winning_step_only():
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
-def test_a_policy_trained_with_the_bonus_searches_with_it():
+def test_the_tree_uses_the_canonical_reward_unless_asked():
     from hackmatrix_train.config import TrainConfig
 
     cfg = search_config_from_train(TrainConfig(), num_simulations=8)
-    assert cfg.program_bonus == TrainConfig().program_bonus and cfg.program_bonus_skips_undo
-    none = search_config_from_train(TrainConfig(program_bonus=0.0), num_simulations=8)
-    assert none.program_bonus == 0.0
+    assert TrainConfig().program_bonus > 0 and cfg.program_bonus == 0.0
+    on = search_config_from_train(TrainConfig(), num_simulations=8, program_bonus=5.0)
+    assert on.program_bonus == 5.0 and on.program_bonus_skips_undo

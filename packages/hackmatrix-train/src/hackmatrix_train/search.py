@@ -10,10 +10,9 @@ network gives the prior (its logits, illegal and disabled actions masked) and th
   died, won, or sent an invalid action; or ``time`` reached the step limit: the evaluation ends
   the episode there too) returns reward 0, discount 0 and the same state.
 * **Units**: rewards are the canonical reward times ``reward_scale``, the units the value head
-  learned; the discount is the trainer's ``gamma``. A policy trained with the program bonus
-  (``hm-train --program-bonus``, a reward per program acquired) learned it in its value: the
-  tree adds it too (``program_bonus``, search-side shaping, named in every result), or the
-  search would see acquiring a program as a loss of value.
+  learned; the discount is the trainer's ``gamma``. ``program_bonus`` adds the trainer's
+  program bonus to the tree's rewards (search-side shaping, named in every result); it is off
+  by default, as measured (specs/search.md §2).
 * **The mask**: the root's ``invalid_actions`` and every node's prior use the policy's mask:
   the game's, less the actions the policy was trained without (``disabled``, e.g. UNDO), with
   ``adapters.restrict_mask``'s fallback.
@@ -81,8 +80,9 @@ class SearchConfig:
     # among them; their improved policies are averaged and the argmax is played. None: one
     # per SIMULATIONS_PER_DETERMINIZATION simulations (specs/search.md §2)
     determinizations: int | None = None
-    # the trainer's program bonus (reward per program acquired, UNDO aside), added to the
-    # tree's rewards so they are in the units the value head learned; 0: the canonical reward
+    # a reward per program acquired (UNDO aside) added to the tree's rewards, as the trainer's
+    # --program-bonus adds it to the value's targets; 0 (the default): the canonical reward
+    # (specs/search.md §2: adding it measured worse)
     program_bonus: float = 0.0
     program_bonus_skips_undo: bool = True  # the trainer's --program-terms-skip-undo
 
@@ -308,10 +308,7 @@ def search_config_from_train(train_cfg, **overrides) -> SearchConfig:
     disabled programs; ``overrides`` set the search's own options."""
     from hackmatrix_train.config import disabled_actions
 
-    bonus = train_cfg.program_bonus_end
-    bonus = train_cfg.program_bonus if bonus is None else bonus  # the run's last coefficient
     base = dict(
-        program_bonus=float(bonus),
         program_bonus_skips_undo=bool(train_cfg.program_terms_skip_undo),
         gamma=float(train_cfg.gamma),
         reward_scale=float(train_cfg.reward_scale),
