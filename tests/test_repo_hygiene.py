@@ -10,11 +10,10 @@ command may write there) but not in data files, where it is a recorded path.
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
+from repo_files import tracked_files
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -35,15 +34,6 @@ def machine_paths(name: str, text: str) -> list[str]:
         if hit:
             found.append(f"{name}:{number}: {line[hit.start() : hit.start() + 60].strip()}")
     return found
-
-
-def tracked_files() -> list[str]:
-    if shutil.which("git") is None or not (ROOT / ".git").exists():
-        pytest.skip("not a git checkout: the tracked files are unknown")
-    out = subprocess.run(
-        ["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True
-    ).stdout
-    return [p for p in out.decode().split("\0") if p]
 
 
 def test_no_tracked_file_names_a_machine_path():

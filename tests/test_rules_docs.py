@@ -23,11 +23,9 @@ points at the old out-of-tree copy of the spec.
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
-import pytest
+from repo_files import tracked_files
 
 ROOT = Path(__file__).resolve().parents[1]
 RULES = ROOT / "docs" / "rules"
@@ -46,15 +44,6 @@ LIST_ITEM = re.compile(r"^(?P<item>\d+)\.\s")
 
 # Written in pieces so that this file does not match itself.
 OLD_SPEC = "shared" + "/spec"
-
-
-def tracked_files() -> list[str]:
-    if shutil.which("git") is None or not (ROOT / ".git").exists():
-        pytest.skip("not a git checkout: the tracked files are unknown")
-    out = subprocess.run(
-        ["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True
-    ).stdout
-    return [p for p in out.decode().split("\0") if p]
 
 
 def section_numbers(path: Path) -> set[str]:

@@ -147,6 +147,16 @@ def tally_step(acc: dict, state_before, action, reward, terminated, truncated, i
     }
 
 
+def start_episodes(env, env_params, key: jax.Array, num_episodes: int):
+    """``(run key, obs, state, tally)``: the evaluation's episodes reset from ``key``'s first
+    half (episode ``i`` from reset key ``i``), the second half left for their steps."""
+    k_reset, k_run = jax.random.split(key)
+    obs, state = jax.vmap(env.reset, in_axes=(0, None))(
+        jax.random.split(k_reset, num_episodes), env_params
+    )
+    return k_run, obs, state, new_tally(state, num_episodes, obs.action_mask.shape[-1])
+
+
 def make_evaluate(env, env_params, apply_fn, num_episodes: int, max_steps: int, greedy: bool):
     """Jitted ``evaluate(params, key) -> dict of per-episode numpy-able arrays``.
 
@@ -167,11 +177,7 @@ def make_evaluate(env, env_params, apply_fn, num_episodes: int, max_steps: int, 
 
     @jax.jit
     def evaluate(params, key):
-        k_reset, k_run = jax.random.split(key)
-        obs, state = jax.vmap(env.reset, in_axes=(0, None))(
-            jax.random.split(k_reset, num_episodes), env_params
-        )
-        carry0 = new_tally(state, num_episodes, obs.action_mask.shape[-1])
+        k_run, obs, state, carry0 = start_episodes(env, env_params, key, num_episodes)
 
         def body(c, key):
             obs, state, acc = c
@@ -298,11 +304,7 @@ def make_refill_evaluate(env, env_params, act, num_episodes: int, max_steps: int
 
     @jax.jit
     def evaluate(params, key):
-        k_reset, k_run = jax.random.split(key)
-        obs_all, state_all = jax.vmap(env.reset, in_axes=(0, None))(
-            jax.random.split(k_reset, n), env_params
-        )
-        acc = new_tally(state_all, n, obs_all.action_mask.shape[-1])
+        k_run, obs_all, state_all, acc = start_episodes(env, env_params, key, n)
         keys = jax.random.split(k_run, max_steps)
         take = lambda tree, rows: jax.tree.map(lambda x: x[rows], tree)  # noqa: E731
         first = jnp.arange(w)
