@@ -362,7 +362,7 @@ def from_runs(
         "seeds": [c.seed for c in cfgs],
         "env_steps": env_steps_of(finals),
         "command": command,
-        "random": protocol(paths[0], cfgs[0], False, random=True),
+        "random": protocol(paths[0], cfgs[0], True, random=True),  # random samples anyway
         "final": finals,
         **aggregate(finals),
     }
