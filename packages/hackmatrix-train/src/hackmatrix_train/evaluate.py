@@ -299,6 +299,8 @@ def make_refill_evaluate(env, env_params, act, num_episodes: int, max_steps: int
     iteration ``k`` is the policy half of step key ``k``: with ``slots >= num_episodes`` every
     episode is at step ``k`` then, and the draws are exactly ``make_evaluate``'s.
     """
+    from hackmatrix_train.search import select_rows
+
     step_fn = jax.vmap(env.step, in_axes=(0, 0, 0, None))
     n, w = num_episodes, min(slots, num_episodes)
 
@@ -331,9 +333,8 @@ def make_refill_evaluate(env, env_params, act, num_episodes: int, max_steps: int
             rows = take(acc, ep)
             rows = tally_step(rows, state, action, reward, term, trunc, info)
             rows["alive"] = rows["alive"] & active  # an idle slot's episode stays as it is
-            acc = jax.tree.map(
-                lambda a, r: a.at[ep].set(jnp.where(_bcast(active, r), r, a[ep])), acc, rows
-            )
+            kept = select_rows(active, rows, take(acc, ep))
+            acc = jax.tree.map(lambda a, r: a.at[ep].set(r), acc, kept)
             # an ended episode's slot takes the next episode (an idle slot keeps its last one)
             ended = active & (term | trunc)
             order = jnp.cumsum(ended) - 1
@@ -341,22 +342,14 @@ def make_refill_evaluate(env, env_params, act, num_episodes: int, max_steps: int
             refill = ended & (fresh < n)
             ep = jnp.where(refill, fresh, ep)
             t = jnp.where(refill, 0, t + 1)
-            new_obs = _select_rows(refill, take(obs_all, ep), new_obs)
-            new_state = _select_rows(refill, take(state_all, ep), new_state)
+            new_obs = select_rows(refill, take(obs_all, ep), new_obs)
+            new_state = select_rows(refill, take(state_all, ep), new_state)
             next_ep = next_ep + jnp.sum(refill, dtype=jnp.int32)
             return k + 1, next_ep, ep, t, new_obs, new_state, acc
 
         return jax.lax.while_loop(cond, body, carry0)[-1]
 
     return evaluate
-
-
-def _bcast(flag, x):
-    return flag.reshape(flag.shape + (1,) * (x.ndim - 1))
-
-
-def _select_rows(flag, on_true, on_false):
-    return jax.tree.map(lambda a, b: jnp.where(_bcast(flag, a), a, b), on_true, on_false)
 
 
 def make_search_evaluate(

@@ -154,22 +154,25 @@ class Node(NamedTuple):
     done: jax.Array  # bool[B]
 
 
+def policy_observation(state, disabled: tuple[int, ...]):
+    """The observations of a batch of states, their mask less ``disabled`` (restrict_mask)."""
+    obs = jax.vmap(observe)(state)
+    if not disabled:
+        return obs
+    allowed = jnp.asarray(allowed_actions(disabled))
+    return obs._replace(action_mask=restrict_mask(obs.action_mask, allowed))
+
+
 def policy_mask(state, disabled: tuple[int, ...]) -> jax.Array:
     """bool[B, A]: the game's mask of a batch of states, less ``disabled`` (restrict_mask)."""
-    mask = jax.vmap(observe)(state).action_mask
-    if not disabled:
-        return mask
-    return restrict_mask(mask, jnp.asarray(allowed_actions(disabled)))
+    return policy_observation(state, disabled).action_mask
 
 
 def evaluate_states(apply_fn, params, state, disabled: tuple[int, ...]):
     """``(masked logits f32[B, A], value f32[B], mask bool[B, A])`` of a batch of states."""
-    obs = jax.vmap(observe)(state)
-    mask = obs.action_mask
-    if disabled:
-        mask = restrict_mask(mask, jnp.asarray(allowed_actions(disabled)))
-    logits, value = apply_fn(params, obs._replace(action_mask=mask))
-    return jnp.where(mask, logits, MASKED_LOGIT), value, mask
+    obs = policy_observation(state, disabled)
+    logits, value = apply_fn(params, obs)
+    return jnp.where(obs.action_mask, logits, MASKED_LOGIT), value, obs.action_mask
 
 
 def programs_counted(state, skip_undo: bool) -> jax.Array:
