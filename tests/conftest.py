@@ -6,9 +6,11 @@ fixtures below hand the same functions to tests that prefer fixtures.
 
 from __future__ import annotations
 
+import gc
 import os
 import tempfile
 
+import jax
 import pytest
 from builders import make_state, scenario
 from hackmatrix_train import compile_cache
@@ -21,6 +23,21 @@ os.environ.setdefault(
     compile_cache.ENV_VAR, os.path.join(tempfile.gettempdir(), "hackmatrix-jax-cache")
 )
 compile_cache.enable(compile_cache.default_cache_dir())
+
+
+@pytest.fixture(autouse=True, scope="module")
+def release_compiled_programs():
+    """Drop every compiled program after each test module.
+
+    A compiled XLA:CPU program holds about 20 memory mappings while it lives, and JAX's caches
+    keep every program alive. One pytest process compiling the whole suite's programs passes
+    Linux's default ``vm.max_map_count`` (65,530) near its end, and the next compilation or
+    cache load then dies in a segmentation fault. Clearing the caches per module keeps the
+    count to one module's programs; the persistent cache above makes the recompiles loads.
+    """
+    yield
+    jax.clear_caches()
+    gc.collect()
 
 
 @pytest.fixture(name="scenario")

@@ -110,3 +110,25 @@ def test_the_tree_uses_the_canonical_reward_unless_asked():
     assert TrainConfig().program_bonus > 0 and cfg.program_bonus == 0.0
     on = search_config_from_train(TrainConfig(), num_simulations=8, program_bonus=5.0)
     assert on.program_bonus == 5.0 and on.program_bonus_skips_undo
+
+
+def _divergence_from_prior(out) -> np.ndarray:
+    """KL(improved policy || masked uniform prior) per game."""
+    w, mask = np.asarray(out.action_weights, np.float64), np.asarray(out.mask)
+    uniform = mask / mask.sum(-1, keepdims=True)
+    ratio = np.where(w > 0, w / np.where(uniform > 0, uniform, 1.0), 1.0)
+    return (w * np.log(ratio)).sum(-1)
+
+
+def test_value_scale_weighs_the_q_values_in_the_improved_policy(states):
+    """With a uniform prior, the improved policy departs from it only through the Q values;
+    a larger ``value_scale`` departs further."""
+    kl = {}
+    for scale in (0.01, 1.0):
+        cfg = SearchConfig(num_simulations=8, value_scale=scale, gumbel_scale=0.0, disabled=(14,))
+        kl[scale] = _divergence_from_prior(
+            make_search(prior_fn, cfg)(UNIFORM, jax.random.key(0), states)
+        )
+    assert kl[1.0].mean() > kl[0.01].mean() + 1e-3, kl
+    with pytest.raises(ValueError, match="value_scale"):
+        SearchConfig(value_scale=0.0)

@@ -9,6 +9,8 @@ with the trainer's own checkpoint machinery.
 
 from __future__ import annotations
 
+import csv
+
 import jax
 import pytest
 from hackmatrix_env import EnvParams
@@ -69,3 +71,31 @@ def test_search_training_resumes_bit_exactly(trained):
     assert (run_dir / "params.msgpack").read_bytes() == straight
     kept = list(run_dir.glob("rewound_from_*/params.msgpack"))
     assert len(kept) == 1 and kept[0].read_bytes() == straight  # the later files were kept
+
+
+def _target_entropy(metrics) -> float:
+    """Cross-entropy to the policy target minus the KL from it: the target's own entropy."""
+    return float(metrics["train/pg_loss"]) - float(metrics["train/approx_kl"])
+
+
+@pytest.mark.slow
+def test_the_improved_policy_target_keeps_its_entropy(trained):
+    _, run_dir = trained
+    with open(run_dir / "progress.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert rows and all(_target_entropy(row) > 0.05 for row in rows), rows
+
+
+@pytest.mark.slow
+def test_the_action_target_is_the_played_move(tmp_path):
+    """``--search-target action`` learns the one-hot of the move the search played: the
+    cross-entropy to it equals the KL from it (a one-hot has no entropy)."""
+    cfg = _cfg(tmp_path, search_target="action", total_timesteps=ENVS * STEPS, update_epochs=1)
+    trainer = make_train(cfg)
+    _, metrics = trainer.run_chunk(trainer.init(), 1)
+    assert abs(_target_entropy(jax.device_get(metrics))) < 1e-4
+
+
+def test_a_bad_search_target_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="--search-target"):
+        make_train(_cfg(tmp_path, search_target="visits"))

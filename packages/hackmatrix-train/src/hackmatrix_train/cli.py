@@ -28,6 +28,7 @@ from hackmatrix_train.config import (
     ALGORITHMS,
     NETWORKS,
     RUN_BOOKKEEPING,
+    SEARCH_TARGETS,
     TrainConfig,
     apply_recipe,
     describe_plan,
@@ -143,6 +144,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add("--search-depth", to=search, type=int, default_text="no limit", help="tree depth bound")
     add("--search-gumbel-scale", to=search, help="0: deterministic search")
+    add(
+        "--search-target",
+        to=search,
+        choices=SEARCH_TARGETS,
+        help="the policy target: the search's improved policy, or the action it played",
+    )
     add(
         "--final-eval-episodes",
         help="greedy episodes from stage 1 evaluated at the end of the run (0 = skip)",
@@ -903,6 +910,14 @@ def build_eval_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     s.add_argument("--gumbel-scale", type=float, default=1.0, help="0: deterministic search")
     s.add_argument(
+        "--search-considered", type=int, default=16, metavar="M",
+        help="actions the root's Gumbel-Top-k considers (sequential halving among them)",
+    )  # fmt: skip
+    s.add_argument(
+        "--search-value-scale", type=float, default=0.1, metavar="C",
+        help="weight of the root's rescaled Q values in the improved policy (mctx's value_scale)",
+    )  # fmt: skip
+    s.add_argument(
         "--search-selection", choices=("gumbel", "improved"), default="gumbel",
         help="play mctx's Gumbel action or the argmax of the improved policy",
     )  # fmt: skip
@@ -927,6 +942,8 @@ def search_settings(args: argparse.Namespace) -> list[dict]:
             mode=m,
             max_depth=args.search_depth,
             gumbel_scale=args.gumbel_scale,
+            max_num_considered_actions=args.search_considered,
+            value_scale=args.search_value_scale,
             selection=args.search_selection,
             determinizations=args.determinizations if m == "honest" else None,
         )

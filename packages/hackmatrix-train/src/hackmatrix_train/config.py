@@ -73,6 +73,7 @@ SAVED_DEFAULTS: dict[str, object] = {
 
 
 ALGORITHMS = ("ppo", "search")
+SEARCH_TARGETS = ("improved", "action")
 
 
 @dataclass(frozen=True)
@@ -150,6 +151,9 @@ class TrainConfig:
     search_mode: str = "honest"  # plan from states re-drawn from the observation, or "oracle"
     search_depth: int | None = None  # the tree's maximum depth (None: the simulations bound it)
     search_gumbel_scale: float = 1.0
+    # the policy target: "improved" (mctx's completed-Q improved policy) or "action" (one-hot of
+    # the move the search played: the network imitates the search's decisions)
+    search_target: str = "improved"
     # logging / checkpoints
     log_interval: int = 10  # updates per jitted chunk; log after each chunk
     no_wandb: bool = False
@@ -245,6 +249,10 @@ def validate(cfg: TrainConfig, num_devices: int = 1) -> None:
         raise ValueError(f"--search-mode must be 'honest' or 'oracle', got {cfg.search_mode!r}")
     if cfg.search_depth is not None and cfg.search_depth < 1:
         raise ValueError(f"--search-depth must be >= 1, got {cfg.search_depth}")
+    if cfg.search_target not in SEARCH_TARGETS:
+        raise ValueError(
+            f"--search-target must be one of {SEARCH_TARGETS}, got {cfg.search_target!r}"
+        )
     if not cfg.search_gumbel_scale >= 0:
         raise ValueError(f"--search-gumbel-scale must be >= 0, got {cfg.search_gumbel_scale}")
     pos = (

@@ -70,6 +70,9 @@ class SearchConfig:
     max_depth: int | None = None
     gumbel_scale: float = 1.0
     max_num_considered_actions: int = 16
+    # mctx's completed-Q transform: the root's Q values, rescaled to [0, 1], enter the improved
+    # policy's logits times (maxvisit_init + max visits) * value_scale
+    value_scale: float = 0.1
     selection: str = "gumbel"
     mode: str = "honest"
     gamma: float = 0.99
@@ -114,6 +117,8 @@ def check_search_config(cfg: SearchConfig) -> None:
         raise ValueError(f"gumbel_scale must be >= 0, got {cfg.gumbel_scale!r}")
     if cfg.max_num_considered_actions < 1:
         raise ValueError("max_num_considered_actions must be >= 1")
+    if not cfg.value_scale > 0:
+        raise ValueError(f"value_scale must be > 0, got {cfg.value_scale!r}")
     if cfg.selection not in SELECTIONS:
         raise ValueError(f"selection must be one of {SELECTIONS}, got {cfg.selection!r}")
     if cfg.mode not in MODES:
@@ -267,7 +272,7 @@ def run_search(apply_fn, cfg: SearchConfig, params, key: jax.Array, state) -> Se
         num_simulations=cfg.num_simulations // ens,
         invalid_actions=~mask,
         max_depth=cfg.max_depth,
-        qtransform=mctx.qtransform_completed_by_mix_value,
+        qtransform=partial(mctx.qtransform_completed_by_mix_value, value_scale=cfg.value_scale),
         max_num_considered_actions=cfg.max_num_considered_actions,
         gumbel_scale=cfg.gumbel_scale,
     )

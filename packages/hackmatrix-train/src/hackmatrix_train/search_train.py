@@ -4,8 +4,9 @@ Each update, the search (``search.run_search``, ``cfg.search_simulations`` per m
 by default) plays ``num_steps`` moves in each of ``num_envs`` games; the network then learns,
 over ``update_epochs`` x ``num_minibatches`` gradient steps:
 
-* the policy target: the search's improved policy (completed-Q, ``action_weights``), by
-  cross-entropy against the masked logits;
+* the policy target: the search's improved policy (completed-Q, ``action_weights``), or with
+  ``search_target="action"`` the one-hot of the move the search played, by cross-entropy
+  against the masked logits;
 * the value target: the lambda-return of the canonical reward (times ``reward_scale``, plus
   the trainer's own shaping when it is on), bootstrapped from the network's values with
   truncation handled as in PPO (``ppo.compute_gae``), by squared error weighted ``vf_coef``.
@@ -99,6 +100,8 @@ def make_search_update(cfg, apply_fn, env, env_params, axis_name=None):
         )  # fmt: skip
         _, last_value = apply_fn(runner.params, obs)
         _, targets = compute_gae(traj, last_value, cfg.gamma, cfg.gae_lambda, cfg.reward_scale)
+        if cfg.search_target == "action":
+            weights = jax.nn.one_hot(traj.action, weights.shape[-1], dtype=weights.dtype)
         flat = jax.tree.map(lambda x: x.reshape((-1, *x.shape[2:])), (traj.obs, weights, targets))
         batch_size = targets.size
 
