@@ -132,3 +132,22 @@ def test_value_scale_weighs_the_q_values_in_the_improved_policy(states):
     assert kl[1.0].mean() > kl[0.01].mean() + 1e-3, kl
     with pytest.raises(ValueError, match="value_scale"):
         SearchConfig(value_scale=0.0)
+
+
+def test_the_policy_target_is_mctxs_improved_policy_at_its_own_scale(states):
+    """``target_value_scale``: at the acting scale the target is mctx's own ``action_weights``
+    (the re-computation is exact); at a smaller scale it is closer to the prior."""
+    base = dict(num_simulations=8, gumbel_scale=0.0, disabled=(14,))
+    same = make_search(prior_fn, SearchConfig(**base, target_value_scale=0.1))
+    out = same(UNIFORM, jax.random.key(0), states)
+    np.testing.assert_allclose(
+        np.asarray(out.policy_target), np.asarray(out.action_weights), atol=1e-6
+    )
+    gentle = make_search(prior_fn, SearchConfig(**base, target_value_scale=0.01))
+    soft = gentle(UNIFORM, jax.random.key(0), states)
+    np.testing.assert_array_equal(np.asarray(soft.action), np.asarray(out.action))  # acting alike
+    assert _divergence_from_prior(soft._replace(action_weights=soft.policy_target)).mean() < (
+        _divergence_from_prior(out).mean() - 1e-3
+    )
+    with pytest.raises(ValueError, match="target_value_scale"):
+        SearchConfig(target_value_scale=0.0)

@@ -99,3 +99,23 @@ def test_the_action_target_is_the_played_move(tmp_path):
 def test_a_bad_search_target_is_refused(tmp_path):
     with pytest.raises(ValueError, match="--search-target"):
         make_train(_cfg(tmp_path, search_target="visits"))
+
+
+def test_the_tree_rewards_carry_the_runs_program_bonus(tmp_path):
+    """The value targets carry the bonus, so the tree's rewards must too (same units)."""
+    from hackmatrix_train.search_train import search_config
+
+    assert search_config(_cfg(tmp_path, program_bonus=5.0)).program_bonus == 5.0
+    assert search_config(_cfg(tmp_path, program_bonus=0.0)).program_bonus == 0.0
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        (dict(program_bonus=5.0, program_bonus_end=0.0), "--program-bonus-end"),
+        (dict(program_potential=1.0), "--program-potential"),
+    ],
+)
+def test_shaping_the_tree_cannot_follow_is_refused(tmp_path, fields, message):
+    with pytest.raises(ValueError, match=message):
+        make_train(_cfg(tmp_path, **fields))

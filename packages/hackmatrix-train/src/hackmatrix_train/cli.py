@@ -144,6 +144,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add("--search-depth", to=search, type=int, default_text="no limit", help="tree depth bound")
     add("--search-gumbel-scale", to=search, help="0: deterministic search")
+    add("--search-considered", to=search, help="actions the root's Gumbel-Top-k considers")
+    add(
+        "--search-target-value-scale",
+        to=search,
+        type=float,
+        default_text="the acting search's, 0.1",
+        help="value scale of the improved-policy target (smaller: closer to the network's policy)",
+    )
     add(
         "--search-target",
         to=search,

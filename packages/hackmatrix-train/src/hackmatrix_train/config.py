@@ -151,6 +151,10 @@ class TrainConfig:
     search_mode: str = "honest"  # plan from states re-drawn from the observation, or "oracle"
     search_depth: int | None = None  # the tree's maximum depth (None: the simulations bound it)
     search_gumbel_scale: float = 1.0
+    search_considered: int = 16  # actions the root's Gumbel-Top-k considers
+    # the improved-policy target's value scale (None: the acting search's, mctx's 0.1); smaller
+    # moves the target less far from the network's own policy
+    search_target_value_scale: float | None = None
     # the policy target: "improved" (mctx's completed-Q improved policy) or "action" (one-hot of
     # the move the search played: the network imitates the search's decisions)
     search_target: str = "improved"
@@ -249,6 +253,19 @@ def validate(cfg: TrainConfig, num_devices: int = 1) -> None:
         raise ValueError(f"--search-mode must be 'honest' or 'oracle', got {cfg.search_mode!r}")
     if cfg.search_depth is not None and cfg.search_depth < 1:
         raise ValueError(f"--search-depth must be >= 1, got {cfg.search_depth}")
+    if cfg.algo == "search" and cfg.program_bonus_end not in (None, cfg.program_bonus):
+        raise ValueError(
+            "--algo search adds the program bonus to the tree's rewards, so it must stay "
+            "constant: drop --program-bonus-end"
+        )
+    if cfg.algo == "search" and cfg.program_potential > 0:
+        raise ValueError("--algo search plans without --program-potential; set it to 0")
+    if cfg.search_target_value_scale is not None and not cfg.search_target_value_scale > 0:
+        raise ValueError(
+            f"--search-target-value-scale must be > 0, got {cfg.search_target_value_scale}"
+        )
+    if cfg.search_considered < 1:
+        raise ValueError(f"--search-considered must be >= 1, got {cfg.search_considered}")
     if cfg.search_target not in SEARCH_TARGETS:
         raise ValueError(
             f"--search-target must be one of {SEARCH_TARGETS}, got {cfg.search_target!r}"

@@ -73,6 +73,9 @@ class SearchConfig:
     # mctx's completed-Q transform: the root's Q values, rescaled to [0, 1], enter the improved
     # policy's logits times (maxvisit_init + max visits) * value_scale
     value_scale: float = 0.1
+    # the value scale of the improved policy given as the trainer's target (``policy_target``);
+    # None: the acting one. Smaller: a target closer to the prior (a smaller improvement step)
+    target_value_scale: float | None = None
     selection: str = "gumbel"
     mode: str = "honest"
     gamma: float = 0.99
@@ -119,6 +122,8 @@ def check_search_config(cfg: SearchConfig) -> None:
         raise ValueError("max_num_considered_actions must be >= 1")
     if not cfg.value_scale > 0:
         raise ValueError(f"value_scale must be > 0, got {cfg.value_scale!r}")
+    if cfg.target_value_scale is not None and not cfg.target_value_scale > 0:
+        raise ValueError(f"target_value_scale must be > 0, got {cfg.target_value_scale!r}")
     if cfg.selection not in SELECTIONS:
         raise ValueError(f"selection must be one of {SELECTIONS}, got {cfg.selection!r}")
     if cfg.mode not in MODES:
@@ -143,7 +148,8 @@ class SearchOutput(NamedTuple):
 
     action: jax.Array  # int32[B]      the action to play
     prior_action: jax.Array  # int32[B]  the greedy network's action (argmax of the masked prior)
-    action_weights: jax.Array  # f32[B, A]  the improved policy (completed-Q): the policy target
+    action_weights: jax.Array  # f32[B, A]  the improved policy (completed-Q) the search acts on
+    policy_target: jax.Array  # f32[B, A]  the improved policy at ``target_value_scale``
     visit_counts: jax.Array  # int32[B, A] root visits per action
     q_values: jax.Array  # f32[B, A]    root Q per action (completed by the value where unvisited)
     prior: jax.Array  # f32[B, A]       the masked prior's probabilities
@@ -277,6 +283,9 @@ def run_search(apply_fn, cfg: SearchConfig, params, key: jax.Array, state) -> Se
         gumbel_scale=cfg.gumbel_scale,
     )
     weights = jnp.where(mask, out.action_weights, 0.0)
+    target = weights
+    if cfg.target_value_scale is not None:
+        target = improved_policy(out.search_tree, logits, mask, cfg.target_value_scale)
     summary = out.search_tree.summary()
     visits, q, search_value = summary.visit_counts, summary.qvalues, summary.value
     action = out.action
@@ -286,6 +295,7 @@ def run_search(apply_fn, cfg: SearchConfig, params, key: jax.Array, state) -> Se
             return x.reshape(batch, ens, *x.shape[1:])
 
         weights = per_game(weights).mean(axis=1)
+        target = per_game(target).mean(axis=1)
         q_sum = (per_game(q) * per_game(visits)).sum(axis=1)
         visits = per_game(visits).sum(axis=1)
         q = jnp.where(visits > 0, q_sum / jnp.maximum(visits, 1), 0.0)
@@ -297,6 +307,7 @@ def run_search(apply_fn, cfg: SearchConfig, params, key: jax.Array, state) -> Se
         action=action.astype(jnp.int32),
         prior_action=jnp.argmax(logits, axis=-1).astype(jnp.int32),
         action_weights=weights,
+        policy_target=target,
         visit_counts=visits.astype(jnp.int32),
         q_values=q,
         prior=jax.nn.softmax(logits, axis=-1),
@@ -304,6 +315,14 @@ def run_search(apply_fn, cfg: SearchConfig, params, key: jax.Array, state) -> Se
         search_value=search_value,
         mask=mask,
     )
+
+
+def improved_policy(tree, prior_logits, mask, value_scale: float) -> jax.Array:
+    """The root's improved policy, softmax(prior logits + completed Q), at ``value_scale``:
+    what ``mctx.gumbel_muzero_policy`` returns as ``action_weights`` at its own scale."""
+    qtransform = partial(mctx.qtransform_completed_by_mix_value, value_scale=value_scale)
+    completed = jax.vmap(qtransform, in_axes=[0, None])(tree, tree.ROOT_INDEX)
+    return jax.nn.softmax(jnp.where(mask, prior_logits + completed, -jnp.inf), axis=-1)
 
 
 def make_search(apply_fn, cfg: SearchConfig):

@@ -4,7 +4,7 @@ Each update, the search (``search.run_search``, ``cfg.search_simulations`` per m
 by default) plays ``num_steps`` moves in each of ``num_envs`` games; the network then learns,
 over ``update_epochs`` x ``num_minibatches`` gradient steps:
 
-* the policy target: the search's improved policy (completed-Q, ``action_weights``), or with
+* the policy target: the search's improved policy (completed-Q, ``policy_target``), or with
   ``search_target="action"`` the one-hot of the move the search played, by cross-entropy
   against the masked logits;
 * the value target: the lambda-return of the canonical reward (times ``reward_scale``, plus
@@ -40,13 +40,21 @@ from hackmatrix_train.search import MASKED_LOGIT, run_search, search_config_from
 
 
 def search_config(cfg):
-    """The ``SearchConfig`` the trainer acts with: the run's units and search settings."""
+    """The ``SearchConfig`` the trainer acts with: the run's units and search settings.
+
+    The tree's rewards carry the run's program bonus when it has one: the value targets carry
+    it, so the values the tree bootstraps from expect it, and a tree without it undervalues
+    every step that wins a program (the bonus the value counted never comes).
+    """
     return search_config_from_train(
         cfg,
+        program_bonus=float(cfg.program_bonus) if has_program_bonus(cfg) else 0.0,
         num_simulations=cfg.search_simulations,
         mode=cfg.search_mode,
         max_depth=cfg.search_depth,
         gumbel_scale=cfg.search_gumbel_scale,
+        max_num_considered_actions=cfg.search_considered,
+        target_value_scale=cfg.search_target_value_scale,
     )
 
 
@@ -57,7 +65,7 @@ def search_actor(apply_fn, search_cfg):
         out = run_search(apply_fn, search_cfg, params, key, env_state)
         changed = (out.action != out.prior_action).astype(jnp.float32)
         log_prob = jnp.zeros(out.action.shape, jnp.float32)  # unused: no importance ratio
-        return out.action, log_prob, out.root_value, (out.action_weights, changed)
+        return out.action, log_prob, out.root_value, (out.policy_target, changed)
 
     return act
 
