@@ -46,12 +46,16 @@ def wrong_prior(action: int, strength: float = 2.0) -> dict:
 
 UNIFORM = {"logits": jnp.zeros(NUM_ACTIONS)}
 
-# honest with one determinization (the search itself), Gumbel selection, nothing disabled
-CFG = SearchConfig(num_simulations=64, determinizations=1)
+# honest with one determinization (the search itself), Gumbel selection, nothing disabled.
+# Every legal action is considered (16 >= the legal count): the scenarios give the right move a
+# low prior, which the default Gumbel-Top-2 searches only when its draw picks it.
+ALL_LEGAL = 16
+CFG = SearchConfig(num_simulations=64, determinizations=1, max_num_considered_actions=ALL_LEGAL)
 DISABLED = (int(Action.LEFT), UNDO, RESET)
 CFG_IMPROVED = SearchConfig(
-    num_simulations=32, selection="improved", disabled=DISABLED, determinizations=1
-)
+    num_simulations=32, selection="improved", disabled=DISABLED, determinizations=1,
+    max_num_considered_actions=ALL_LEGAL,
+)  # fmt: skip
 SEARCH = make_search(prior_fn, CFG)
 SEARCH_IMPROVED = make_search(prior_fn, CFG_IMPROVED)
 RECURRENT = jax.jit(make_recurrent_fn(prior_fn, CFG))

@@ -126,9 +126,11 @@ def test_value_scale_weighs_the_q_values_in_the_improved_policy(states):
     kl = {}
     for scale in (0.01, 1.0):
         cfg = SearchConfig(num_simulations=8, value_scale=scale, gumbel_scale=0.0, disabled=(14,))
-        kl[scale] = _divergence_from_prior(
-            make_search(prior_fn, cfg)(UNIFORM, jax.random.key(0), states)
-        )
+        out = make_search(prior_fn, cfg)(UNIFORM, jax.random.key(0), states)
+        kl[scale] = _divergence_from_prior(out)
+        # the default Gumbel-Top-2: the 8 simulations go to two root actions
+        visited = np.count_nonzero(np.asarray(out.visit_counts), axis=-1)
+        assert (visited == np.minimum(2, np.asarray(out.mask).sum(-1))).all(), visited
     assert kl[1.0].mean() > kl[0.01].mean() + 1e-3, kl
     with pytest.raises(ValueError, match="value_scale"):
         SearchConfig(value_scale=0.0)

@@ -918,8 +918,9 @@ def build_eval_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     s.add_argument("--gumbel-scale", type=float, default=1.0, help="0: deterministic search")
     s.add_argument(
-        "--search-considered", type=int, default=16, metavar="M",
-        help="actions the root's Gumbel-Top-k considers (sequential halving among them)",
+        "--search-considered", type=int, default=2, metavar="M",
+        help="actions the root's Gumbel-Top-k considers, sequential halving among them "
+        "(default: 2)",
     )  # fmt: skip
     s.add_argument(
         "--search-value-scale", type=float, default=0.1, metavar="C",

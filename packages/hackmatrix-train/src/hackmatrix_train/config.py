@@ -151,7 +151,7 @@ class TrainConfig:
     search_mode: str = "honest"  # plan from states re-drawn from the observation, or "oracle"
     search_depth: int | None = None  # the tree's maximum depth (None: the simulations bound it)
     search_gumbel_scale: float = 1.0
-    search_considered: int = 16  # actions the root's Gumbel-Top-k considers
+    search_considered: int = 2  # actions the root's Gumbel-Top-k considers
     # the improved-policy target's value scale (None: the acting search's, mctx's 0.1); smaller
     # moves the target less far from the network's own policy
     search_target_value_scale: float | None = None

@@ -69,7 +69,8 @@ class SearchConfig:
     num_simulations: int = 8
     max_depth: int | None = None
     gumbel_scale: float = 1.0
-    max_num_considered_actions: int = 16
+    # the root's Gumbel-Top-k: 2 actions, more visits each, plan best (specs/search.md §1)
+    max_num_considered_actions: int = 2
     # mctx's completed-Q transform: the root's Q values, rescaled to [0, 1], enter the improved
     # policy's logits times (maxvisit_init + max visits) * value_scale
     value_scale: float = 0.1
