@@ -918,13 +918,14 @@ def build_eval_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     s.add_argument("--gumbel-scale", type=float, default=1.0, help="0: deterministic search")
     s.add_argument(
-        "--search-considered", type=int, default=2, metavar="M",
+        "--search-considered", type=int, default=None, metavar="M",
         help="actions the root's Gumbel-Top-k considers, sequential halving among them "
-        "(default: 2)",
+        "(default: SearchConfig's, 2)",
     )  # fmt: skip
     s.add_argument(
-        "--search-value-scale", type=float, default=0.1, metavar="C",
-        help="weight of the root's rescaled Q values in the improved policy (mctx's value_scale)",
+        "--search-value-scale", type=float, default=None, metavar="C",
+        help="weight of the root's rescaled Q values in the improved policy (mctx's value_scale; "
+        "default: SearchConfig's, 0.1)",
     )  # fmt: skip
     s.add_argument(
         "--search-selection", choices=("gumbel", "improved"), default="gumbel",

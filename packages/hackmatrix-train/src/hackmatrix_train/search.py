@@ -323,7 +323,7 @@ def improved_policy(tree, prior_logits, mask, value_scale: float) -> jax.Array:
     what ``mctx.gumbel_muzero_policy`` returns as ``action_weights`` at its own scale."""
     qtransform = partial(mctx.qtransform_completed_by_mix_value, value_scale=value_scale)
     completed = jax.vmap(qtransform, in_axes=[0, None])(tree, tree.ROOT_INDEX)
-    return jax.nn.softmax(jnp.where(mask, prior_logits + completed, -jnp.inf), axis=-1)
+    return jax.nn.softmax(jnp.where(mask, prior_logits + completed, MASKED_LOGIT), axis=-1)
 
 
 def make_search(apply_fn, cfg: SearchConfig):

@@ -58,14 +58,18 @@ def search_config(cfg):
     )
 
 
-def search_actor(apply_fn, search_cfg):
-    """The rollout's actor: the search's action, and its improved policy as ``extra``."""
+def search_actor(apply_fn, search_cfg, target: str = "improved"):
+    """The rollout's actor: the search's action, and as ``extra`` the policy target (the
+    improved policy, or with ``target="action"`` the one-hot of the action played)."""
 
     def act(params, obs, env_state, key):
         out = run_search(apply_fn, search_cfg, params, key, env_state)
         changed = (out.action != out.prior_action).astype(jnp.float32)
         log_prob = jnp.zeros(out.action.shape, jnp.float32)  # unused: no importance ratio
-        return out.action, log_prob, out.root_value, (out.policy_target, changed)
+        policy_target = out.policy_target
+        if target == "action":
+            policy_target = jax.nn.one_hot(out.action, policy_target.shape[-1])
+        return out.action, log_prob, out.root_value, (policy_target, changed)
 
     return act
 
@@ -87,7 +91,7 @@ def search_loss(params, apply_fn, obs, policy_target, value_target, vf_coef):
 def make_search_update(cfg, apply_fn, env, env_params, axis_name=None):
     """``update(runner, sched) -> (runner, raw_metrics)``: a searched rollout + the epochs."""
     num_mb = cfg.num_minibatches
-    act = search_actor(apply_fn, search_config(cfg))
+    act = search_actor(apply_fn, search_config(cfg), cfg.search_target)
     programs_counted = (
         program_potential(1.0, cfg.program_terms_skip_undo) if has_program_bonus(cfg) else None
     )
@@ -108,8 +112,6 @@ def make_search_update(cfg, apply_fn, env, env_params, axis_name=None):
         )  # fmt: skip
         _, last_value = apply_fn(runner.params, obs)
         _, targets = compute_gae(traj, last_value, cfg.gamma, cfg.gae_lambda, cfg.reward_scale)
-        if cfg.search_target == "action":
-            weights = jax.nn.one_hot(traj.action, weights.shape[-1], dtype=weights.dtype)
         flat = jax.tree.map(lambda x: x.reshape((-1, *x.shape[2:])), (traj.obs, weights, targets))
         batch_size = targets.size
 
