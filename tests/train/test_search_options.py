@@ -153,3 +153,63 @@ def test_the_policy_target_is_mctxs_improved_policy_at_its_own_scale(states):
     )
     with pytest.raises(ValueError, match="target_value_scale"):
         SearchConfig(target_value_scale=0.0)
+
+
+def test_a_raw_target_moves_with_the_q_values_size_a_rescaled_one_does_not(states):
+    """``target_q="raw"``: the completed Q enter the target in the value's units, so the same
+    tree with its rewards scaled down 1000-fold gives a target 1000-fold closer to the prior
+    (in logits); the rescaled target is the same for both (min-max makes it scale-free)."""
+    base = dict(num_simulations=8, gumbel_scale=0.0, disabled=(14,), target_value_scale=0.1)
+    out = {}
+    for q in ("rescaled", "raw"):
+        for scale in (1.0, 1e-3):
+            cfg = SearchConfig(**base, target_q=q, reward_scale=scale)
+            out[q, scale] = make_search(prior_fn, cfg)(UNIFORM, jax.random.key(0), states)
+
+    def divergence(o):
+        return _divergence_from_prior(o._replace(action_weights=o.policy_target))
+
+    np.testing.assert_allclose(
+        np.asarray(out["rescaled", 1.0].policy_target),
+        np.asarray(out["rescaled", 1e-3].policy_target),
+        atol=1e-4,
+    )
+    big, small = divergence(out["raw", 1.0]), divergence(out["raw", 1e-3])
+    assert big.mean() > 1e-3 and small.max() < 1e-4 and small.mean() < big.mean() / 100, (
+        big, small,
+    )  # fmt: skip
+    # the acting search does not depend on the target's form
+    np.testing.assert_array_equal(
+        np.asarray(out["raw", 1.0].action), np.asarray(out["rescaled", 1.0].action)
+    )
+    with pytest.raises(ValueError, match="target_q"):
+        SearchConfig(target_q="clipped")
+
+
+def test_common_chance_steps_every_child_of_a_node_with_the_nodes_draw(states):
+    """``chance="common"``: a node's children step with a key carried by the node, not the
+    one mctx passes: the same action from the same node gives the same child whatever mctx's
+    key, and two actions' children carry the same chance key (so their subtrees share draws
+    too). ``"sampled"`` steps with mctx's key and carries the chance key unchanged."""
+    two = jax.tree.map(lambda x: x[:2], states)
+    chance = jax.random.key_data(jax.random.split(jax.random.key(7), 2))
+    node = Node(two, jnp.zeros(2, bool), chance)
+    common = jax.jit(make_recurrent_fn(prior_fn, SearchConfig(num_simulations=2, chance="common")))
+    sampled = jax.jit(make_recurrent_fn(prior_fn, SearchConfig(num_simulations=2)))
+    moves = jnp.array([int(Action.UP), int(Action.LEFT)], jnp.int32)
+    other = jnp.array([int(Action.DOWN), int(Action.RIGHT)], jnp.int32)
+
+    def leaves(x):
+        return [np.asarray(v) for v in jax.tree.leaves(x)]
+
+    first = common(UNIFORM, jax.random.key(1), moves, node)
+    again = common(UNIFORM, jax.random.key(2), moves, node)
+    for a, b in zip(leaves(first), leaves(again), strict=True):
+        np.testing.assert_array_equal(a, b)
+    sibling = common(UNIFORM, jax.random.key(3), other, node)
+    np.testing.assert_array_equal(np.asarray(first[1].chance), np.asarray(sibling[1].chance))
+    assert not (np.asarray(first[1].chance) == np.asarray(chance)).all()  # a fresh key per depth
+    _, kept = sampled(UNIFORM, jax.random.key(1), moves, node)
+    np.testing.assert_array_equal(np.asarray(kept.chance), np.asarray(chance))
+    with pytest.raises(ValueError, match="chance"):
+        SearchConfig(chance="fixed")

@@ -156,7 +156,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--search-target",
         to=search,
         choices=SEARCH_TARGETS,
-        help="the policy target: the search's improved policy, or the action it played",
+        help="the policy target: the search's improved policy (its Q rescaled to [0, 1], or raw: "
+        "in the value's units), or the action it played",
     )
     add(
         "--final-eval-episodes",
@@ -931,6 +932,11 @@ def build_eval_parser() -> argparse.ArgumentParser:
         "--search-selection", choices=("gumbel", "improved"), default="gumbel",
         help="play mctx's Gumbel action or the argmax of the improved policy",
     )  # fmt: skip
+    s.add_argument(
+        "--search-chance", choices=("sampled", "common"), default=None,
+        help="the game's draws in the tree: sampled per simulation, or common to a node's "
+        "children (default: SearchConfig's)",
+    )  # fmt: skip
     compile_cache.add_arguments(p)
     return p
 
@@ -955,6 +961,7 @@ def search_settings(args: argparse.Namespace) -> list[dict]:
             max_num_considered_actions=args.search_considered,
             value_scale=args.search_value_scale,
             selection=args.search_selection,
+            chance=args.search_chance,
             determinizations=args.determinizations if m == "honest" else None,
         )
         for n in args.search

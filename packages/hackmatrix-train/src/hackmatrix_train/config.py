@@ -73,7 +73,7 @@ SAVED_DEFAULTS: dict[str, object] = {
 
 
 ALGORITHMS = ("ppo", "search")
-SEARCH_TARGETS = ("improved", "action")
+SEARCH_TARGETS = ("improved", "raw", "action")
 
 
 @dataclass(frozen=True)
@@ -155,8 +155,9 @@ class TrainConfig:
     # the improved-policy target's value scale (None: the acting search's, mctx's 0.1); smaller
     # moves the target less far from the network's own policy
     search_target_value_scale: float | None = None
-    # the policy target: "improved" (mctx's completed-Q improved policy) or "action" (one-hot of
-    # the move the search played: the network imitates the search's decisions)
+    # the policy target: "improved" (mctx's completed-Q improved policy), "raw" (the same with the
+    # Q values in the value's units, not min-max rescaled: small Q differences move it little)
+    # or "action" (one-hot of the move the search played: the network imitates its decisions)
     search_target: str = "improved"
     # logging / checkpoints
     log_interval: int = 10  # updates per jitted chunk; log after each chunk

@@ -53,6 +53,8 @@ from hackmatrix_env.types import History
 
 MODES = ("honest", "oracle")
 SELECTIONS = ("gumbel", "improved")
+TARGET_QS = ("rescaled", "raw")
+CHANCES = ("sampled", "common")
 # The logit of an action out of the mask: finite, so mctx's softmax and the completed-Q sums
 # stay finite; exp(-1e9 - max) is exactly 0 in float32.
 MASKED_LOGIT = -1e9
@@ -77,8 +79,16 @@ class SearchConfig:
     # the value scale of the improved policy given as the trainer's target (``policy_target``);
     # None: the acting one. Smaller: a target closer to the prior (a smaller improvement step)
     target_value_scale: float | None = None
+    # the target's Q values: "rescaled" to [0, 1] by the root's min and max (mctx's default,
+    # as the acting search), or "raw", in the value's units (a Q difference of d moves the
+    # target's logits by (50 + max visits) * scale * d, however small d is)
+    target_q: str = "rescaled"
     selection: str = "gumbel"
     mode: str = "honest"
+    # the game's randomness inside the tree: "sampled", the key mctx passes for each simulation;
+    # "common", a key carried by the node and shared by its children, so the actions of a node
+    # are compared under the same draws (common random numbers)
+    chance: str = "sampled"
     gamma: float = 0.99
     reward_scale: float = 1.0
     max_steps_in_episode: int = 1000
@@ -125,10 +135,14 @@ def check_search_config(cfg: SearchConfig) -> None:
         raise ValueError(f"value_scale must be > 0, got {cfg.value_scale!r}")
     if cfg.target_value_scale is not None and not cfg.target_value_scale > 0:
         raise ValueError(f"target_value_scale must be > 0, got {cfg.target_value_scale!r}")
+    if cfg.target_q not in TARGET_QS:
+        raise ValueError(f"target_q must be one of {TARGET_QS}, got {cfg.target_q!r}")
     if cfg.selection not in SELECTIONS:
         raise ValueError(f"selection must be one of {SELECTIONS}, got {cfg.selection!r}")
     if cfg.mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {cfg.mode!r}")
+    if cfg.chance not in CHANCES:
+        raise ValueError(f"chance must be one of {CHANCES}, got {cfg.chance!r}")
     if not 0.0 <= cfg.gamma <= 1.0:
         raise ValueError(f"gamma must lie in [0, 1], got {cfg.gamma!r}")
     if not cfg.reward_scale > 0:
@@ -160,10 +174,12 @@ class SearchOutput(NamedTuple):
 
 
 class Node(NamedTuple):
-    """A tree node's embedding: the game state and whether the episode has ended there."""
+    """A tree node's embedding: the game state, whether the episode has ended there, and the
+    key its children's steps draw from (``chance="common"``)."""
 
     state: object  # EnvState, batched
     done: jax.Array  # bool[B]
+    chance: jax.Array | None = None  # uint32[B, 2]: a raw key per game
 
 
 def policy_observation(state, disabled: tuple[int, ...]):
@@ -200,6 +216,9 @@ def make_recurrent_fn(apply_fn, cfg: SearchConfig):
     def recurrent_fn(params, key, action, node: Node):
         batch = action.shape[0]
         keys = jax.random.split(key, batch)
+        chance = node.chance
+        if cfg.chance == "common":  # every child of a node steps with the node's own draw
+            keys, chance = common_keys(node.chance)
         stepped, reward, terminated, _ = jax.vmap(step_state)(keys, node.state, action)
         if cfg.program_bonus:  # the value head learned the trainer's bonus: so does the tree
             skip = cfg.program_bonus_skips_undo
@@ -215,9 +234,16 @@ def make_recurrent_fn(apply_fn, cfg: SearchConfig):
             prior_logits=logits,
             value=jnp.where(done, 0.0, value).astype(jnp.float32),
         )
-        return out, Node(state=state, done=done)
+        return out, Node(state=state, done=done, chance=chance)
 
     return recurrent_fn
+
+
+def common_keys(chance: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """Per game, the key a node's children step with (typed) and their own chance key (raw
+    uint32[B, 2], as the tree stores it): both derived from the node's key, not the action."""
+    pair = jax.vmap(lambda k: jax.random.split(jax.random.wrap_key_data(k)))(chance)
+    return pair[:, 0], jax.random.key_data(pair[:, 1])
 
 
 def select_rows(flag: jax.Array, on_true, on_false):
@@ -268,9 +294,10 @@ def run_search(apply_fn, cfg: SearchConfig, params, key: jax.Array, state) -> Se
     if cfg.mode == "honest":
         state = jax.vmap(resample_hidden)(jax.random.split(k_hidden, batch * ens), state)
     logits, value, mask = evaluate_states(apply_fn, params, state, cfg.disabled)
-    root = mctx.RootFnOutput(
-        prior_logits=logits, value=value, embedding=Node(state, jnp.zeros(batch * ens, bool))
-    )
+    k_chance, k_search = jax.random.split(k_search)
+    chance = jax.random.key_data(jax.random.split(k_chance, batch * ens))
+    node = Node(state, jnp.zeros(batch * ens, bool), chance)
+    root = mctx.RootFnOutput(prior_logits=logits, value=value, embedding=node)
     out = mctx.gumbel_muzero_policy(
         params,
         k_search,
@@ -285,8 +312,10 @@ def run_search(apply_fn, cfg: SearchConfig, params, key: jax.Array, state) -> Se
     )
     weights = jnp.where(mask, out.action_weights, 0.0)
     target = weights
-    if cfg.target_value_scale is not None:
-        target = improved_policy(out.search_tree, logits, mask, cfg.target_value_scale)
+    if cfg.target_value_scale is not None or cfg.target_q != "rescaled":
+        scale = cfg.value_scale if cfg.target_value_scale is None else cfg.target_value_scale
+        rescale = cfg.target_q == "rescaled"
+        target = improved_policy(out.search_tree, logits, mask, scale, rescale)
     summary = out.search_tree.summary()
     visits, q, search_value = summary.visit_counts, summary.qvalues, summary.value
     action = out.action
@@ -318,10 +347,15 @@ def run_search(apply_fn, cfg: SearchConfig, params, key: jax.Array, state) -> Se
     )
 
 
-def improved_policy(tree, prior_logits, mask, value_scale: float) -> jax.Array:
+def improved_policy(
+    tree, prior_logits, mask, value_scale: float, rescale: bool = True
+) -> jax.Array:
     """The root's improved policy, softmax(prior logits + completed Q), at ``value_scale``:
-    what ``mctx.gumbel_muzero_policy`` returns as ``action_weights`` at its own scale."""
-    qtransform = partial(mctx.qtransform_completed_by_mix_value, value_scale=value_scale)
+    what ``mctx.gumbel_muzero_policy`` returns as ``action_weights`` at its own scale.
+    ``rescale=False`` leaves the completed Q in the value's units (no min-max to [0, 1])."""
+    qtransform = partial(
+        mctx.qtransform_completed_by_mix_value, value_scale=value_scale, rescale_values=rescale
+    )
     completed = jax.vmap(qtransform, in_axes=[0, None])(tree, tree.ROOT_INDEX)
     return jax.nn.softmax(jnp.where(mask, prior_logits + completed, MASKED_LOGIT), axis=-1)
 
