@@ -136,31 +136,3 @@ def test_a_raw_target_at_a_tiny_scale_is_the_networks_own_policy(tmp_path):
         _, metrics = trainer.run_chunk(trainer.init(), 1)
         kls[target] = float(jax.device_get(metrics)["train/approx_kl"])
     assert kls["raw"] < 1e-5 and kls["improved"] > 1e-3, kls
-
-
-def test_the_value_loss_is_ppos_clipped_one():
-    """The search trainer's value term is PPO's (clipped around the rollout's value), so the
-    critic's pull on the shared trunk is bounded as in PPO."""
-    import jax.numpy as jnp
-    import numpy as np
-    from hackmatrix_env.constants import NUM_ACTIONS
-    from hackmatrix_train.ppo import value_loss
-    from hackmatrix_train.search_train import search_loss
-
-    keys = jax.random.split(jax.random.key(0), 4)
-    value = jax.random.normal(keys[0], (64,)) * 3
-    old = jax.random.normal(keys[1], (64,)) * 3
-    target = jax.random.normal(keys[2], (64,)) * 3
-    logits = jax.random.normal(keys[3], (64, NUM_ACTIONS))
-
-    class Obs(tuple):
-        action_mask = jnp.ones((64, NUM_ACTIONS), bool)
-
-    policy = jax.nn.softmax(logits)
-    for clip in (0.2, 0.0):
-        _, aux = search_loss(
-            None, lambda p, o: (logits, value), Obs(), policy, old, target, 1.0, clip
-        )
-        np.testing.assert_allclose(aux["vf_loss"], value_loss(value, old, target, clip), rtol=1e-6)
-    clipped = value_loss(value, old, target, 0.2)
-    assert float(clipped) > float(value_loss(value, old, target, 0.0))

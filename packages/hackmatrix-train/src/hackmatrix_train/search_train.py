@@ -34,7 +34,6 @@ from hackmatrix_train.ppo import (
     learning_rate,
     make_optimizer,
     program_bonus_coef,
-    value_loss,
 )
 from hackmatrix_train.rollout import collect_rollout_with, program_potential
 from hackmatrix_train.search import MASKED_LOGIT, run_search, search_config_from_train
@@ -76,11 +75,12 @@ def search_actor(apply_fn, search_cfg, target: str = "improved"):
     return act
 
 
-def search_loss(params, apply_fn, obs, policy_target, old_value, value_target, vf_coef, vf_clip):
-    """Cross-entropy to the improved policy + ``vf_coef`` x PPO's value loss; the aux.
+def search_loss(params, apply_fn, obs, policy_target, value_target, vf_coef):
+    """Cross-entropy to the improved policy + ``vf_coef`` x squared value error; the aux.
 
-    The value loss is PPO's (``ppo.value_loss``): clipped within ``vf_clip`` of the rollout's
-    value unless 0, so the critic's pull on the trunk it shares with the policy stays in check.
+    The value loss is not clipped as PPO's is: from the default policy, clipped and unclipped
+    runs end alike, and from scratch (the test suite's tiny run) the clipped run's greedy
+    return fell where the unclipped one's rose (experiments/search.md).
     """
     logits, value = apply_fn(params, obs)
     masked = jnp.where(obs.action_mask, logits, MASKED_LOGIT)
@@ -90,7 +90,7 @@ def search_loss(params, apply_fn, obs, policy_target, old_value, value_target, v
     target_log = jnp.where(policy_target > 0, jnp.log(jnp.maximum(policy_target, 1e-30)), 0.0)
     kl = jnp.sum(policy_target * (target_log - log_p), axis=-1).mean()
     entropy = -jnp.sum(jnp.exp(log_p) * jnp.where(obs.action_mask, log_p, 0.0), axis=-1).mean()
-    vf = value_loss(value, old_value, value_target, vf_clip)
+    vf = 0.5 * jnp.square(value - value_target).mean()
     return ce + vf_coef * vf, {"pg_loss": ce, "vf_loss": vf, "entropy": entropy, "approx_kl": kl}
 
 
@@ -102,7 +102,6 @@ def make_search_update(cfg, apply_fn, env, env_params, axis_name=None):
         program_potential(1.0, cfg.program_terms_skip_undo) if has_program_bonus(cfg) else None
     )
     potential = program_potential(cfg.program_potential, cfg.program_terms_skip_undo)
-    vf_clip = cfg.clip_eps if cfg.vf_clip_eps is None else cfg.vf_clip_eps
 
     def update(runner, sched):
         k_roll, k_epochs, k_next = jax.random.split(runner.key, 3)
@@ -119,16 +118,14 @@ def make_search_update(cfg, apply_fn, env, env_params, axis_name=None):
         )  # fmt: skip
         _, last_value = apply_fn(runner.params, obs)
         _, targets = compute_gae(traj, last_value, cfg.gamma, cfg.gae_lambda, cfg.reward_scale)
-        flat = jax.tree.map(
-            lambda x: x.reshape((-1, *x.shape[2:])), (traj.obs, weights, traj.value, targets)
-        )
+        flat = jax.tree.map(lambda x: x.reshape((-1, *x.shape[2:])), (traj.obs, weights, targets))
         batch_size = targets.size
 
         def minibatch(carry, rows):
             params, opt_state = carry
-            obs_mb, pol_mb, old_mb, val_mb = jax.tree.map(lambda x: jnp.take(x, rows, axis=0), flat)
+            obs_mb, pol_mb, val_mb = jax.tree.map(lambda x: jnp.take(x, rows, axis=0), flat)
             grads, aux = jax.grad(search_loss, has_aux=True)(
-                params, apply_fn, obs_mb, pol_mb, old_mb, val_mb, cfg.vf_coef, vf_clip
+                params, apply_fn, obs_mb, pol_mb, val_mb, cfg.vf_coef
             )
             grads = _pmean(grads, axis_name)
             aux = {**aux, "grad_norm": optax.global_norm(grads)}
