@@ -294,8 +294,8 @@ def run_search(apply_fn, cfg: SearchConfig, params, key: jax.Array, state) -> Se
     if cfg.mode == "honest":
         state = jax.vmap(resample_hidden)(jax.random.split(k_hidden, batch * ens), state)
     logits, value, mask = evaluate_states(apply_fn, params, state, cfg.disabled)
-    k_chance, k_search = jax.random.split(k_search)
-    chance = jax.random.key_data(jax.random.split(k_chance, batch * ens))
+    # the tree's chance keys (chance="common") fold off the tree's key, which mctx keeps
+    chance = jax.random.key_data(jax.random.split(jax.random.fold_in(k_search, 1), batch * ens))
     node = Node(state, jnp.zeros(batch * ens, bool), chance)
     root = mctx.RootFnOutput(prior_logits=logits, value=value, embedding=node)
     out = mctx.gumbel_muzero_policy(

@@ -78,9 +78,8 @@ def search_actor(apply_fn, search_cfg, target: str = "improved"):
 def search_loss(params, apply_fn, obs, policy_target, value_target, vf_coef):
     """Cross-entropy to the improved policy + ``vf_coef`` x squared value error; the aux.
 
-    The value loss is not clipped as PPO's is: from the default policy, clipped and unclipped
-    runs end alike, and from scratch (the test suite's tiny run) the clipped run's greedy
-    return fell where the unclipped one's rose (experiments/search.md).
+    The value loss is not clipped as PPO's is: from the default policy, runs with and without
+    PPO's clip end alike (experiments/search.md), so the simpler loss stays.
     """
     logits, value = apply_fn(params, obs)
     masked = jnp.where(obs.action_mask, logits, MASKED_LOGIT)
