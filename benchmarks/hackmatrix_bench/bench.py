@@ -372,6 +372,12 @@ BENCHMARKS: dict[str, Benchmark] = {
         "2-5 min: one compile per search size",
         script="search_bench.py",
     ),
+    "search-teacher": Benchmark(
+        "the search as a teacher: its policy target against the prior (entropy, KL, noise "
+        "between keys) and whether its overrides raise the greedy policy's own return",
+        "3-8 min: set by --batches, --games and --reps",
+        script="search_teacher.py",
+    ),
     "siphon-bias": Benchmark(
         "a checkpoint's greedy return with extra siphon/program logit bias",
         "minutes: set by --episodes and --biases",

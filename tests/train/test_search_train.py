@@ -136,3 +136,38 @@ def test_a_raw_target_at_a_tiny_scale_is_the_networks_own_policy(tmp_path):
         _, metrics = trainer.run_chunk(trainer.init(), 1)
         kls[target] = float(jax.device_get(metrics)["train/approx_kl"])
     assert kls["raw"] < 1e-5 and kls["improved"] > 1e-3, kls
+
+
+def test_the_overrides_target_learns_only_where_the_search_overruled():
+    """``--search-target overrides``: the cross-entropy is the mean over the rows the weight
+    picks (the moves where the search overruled the network), the value loss over all rows."""
+    import jax.numpy as jnp
+    import numpy as np
+    from hackmatrix_env.constants import NUM_ACTIONS
+    from hackmatrix_train.search_train import search_loss
+
+    k = jax.random.split(jax.random.key(0), 4)
+    n = 32
+    logits = jax.random.normal(k[0], (n, NUM_ACTIONS))
+    value = jax.random.normal(k[1], (n,))
+    target = jax.nn.softmax(3 * jax.random.normal(k[2], (n, NUM_ACTIONS)))
+    returns = jax.random.normal(k[3], (n,))
+    picked = np.arange(n) % 3 == 0
+
+    class Obs:
+        def __init__(self, rows):
+            self.action_mask = jnp.ones((rows, NUM_ACTIONS), bool)
+
+    def net(rows):
+        return lambda p, o: (logits[rows], value[rows])
+
+    everything = np.ones(n, bool)
+    _, sub = search_loss(None, net(picked), Obs(picked.sum()), target[picked], returns[picked], 1.0)
+    _, all_rows = search_loss(None, net(everything), Obs(n), target, returns, 1.0)
+    _, weighted = search_loss(
+        None, net(everything), Obs(n), target, returns, 1.0, jnp.asarray(picked, jnp.float32)
+    )
+    np.testing.assert_allclose(weighted["pg_loss"], sub["pg_loss"], rtol=1e-5)
+    np.testing.assert_allclose(weighted["approx_kl"], sub["approx_kl"], rtol=1e-5)
+    np.testing.assert_allclose(weighted["vf_loss"], all_rows["vf_loss"], rtol=1e-6)
+    assert abs(float(weighted["pg_loss"]) - float(all_rows["pg_loss"])) > 1e-3

@@ -157,7 +157,8 @@ def build_parser() -> argparse.ArgumentParser:
         to=search,
         choices=SEARCH_TARGETS,
         help="the policy target: the search's improved policy (its Q rescaled to [0, 1], or raw: "
-        "in the value's units), or the action it played",
+        "in the value's units; overrides: learnt only where the search overruled the network's "
+        "argmax), or the action it played",
     )
     add(
         "--final-eval-episodes",

@@ -73,7 +73,7 @@ SAVED_DEFAULTS: dict[str, object] = {
 
 
 ALGORITHMS = ("ppo", "search")
-SEARCH_TARGETS = ("improved", "raw", "action")
+SEARCH_TARGETS = ("improved", "raw", "overrides", "action")
 
 
 @dataclass(frozen=True)
@@ -157,7 +157,8 @@ class TrainConfig:
     search_target_value_scale: float | None = None
     # the policy target: "improved" (mctx's completed-Q improved policy), "raw" (the same with the
     # Q values in the value's units, not min-max rescaled: small Q differences move it little)
-    # or "action" (one-hot of the move the search played: the network imitates its decisions)
+    # "overrides" (the improved policy, learnt only where the search played another move than
+    # the network's argmax) or "action" (one-hot of the move the search played)
     search_target: str = "improved"
     # logging / checkpoints
     log_interval: int = 10  # updates per jitted chunk; log after each chunk

@@ -75,8 +75,11 @@ def search_actor(apply_fn, search_cfg, target: str = "improved"):
     return act
 
 
-def search_loss(params, apply_fn, obs, policy_target, value_target, vf_coef):
+def search_loss(params, apply_fn, obs, policy_target, value_target, vf_coef, weight=None):
     """Cross-entropy to the improved policy + ``vf_coef`` x squared value error; the aux.
+
+    ``weight`` (f32[N], optional) restricts the cross-entropy to the rows it weighs (a weighted
+    mean); the value loss takes every row.
 
     The value loss is not clipped as PPO's is: from the default policy, runs with and without
     PPO's clip end alike (experiments/search.md), so the simpler loss stays.
@@ -85,9 +88,14 @@ def search_loss(params, apply_fn, obs, policy_target, value_target, vf_coef):
     masked = jnp.where(obs.action_mask, logits, MASKED_LOGIT)
     log_p = jax.nn.log_softmax(masked, axis=-1)
     log_p = jnp.where(obs.action_mask, log_p, 0.0)
-    ce = -jnp.sum(policy_target * log_p, axis=-1).mean()
     target_log = jnp.where(policy_target > 0, jnp.log(jnp.maximum(policy_target, 1e-30)), 0.0)
-    kl = jnp.sum(policy_target * (target_log - log_p), axis=-1).mean()
+    ce_rows = -jnp.sum(policy_target * log_p, axis=-1)
+    kl_rows = jnp.sum(policy_target * (target_log - log_p), axis=-1)
+    if weight is None:
+        ce, kl = ce_rows.mean(), kl_rows.mean()
+    else:  # a weighted mean over the rows (the overrides): the others teach nothing
+        total = jnp.maximum(weight.sum(), 1.0)
+        ce, kl = (ce_rows * weight).sum() / total, (kl_rows * weight).sum() / total
     entropy = -jnp.sum(jnp.exp(log_p) * jnp.where(obs.action_mask, log_p, 0.0), axis=-1).mean()
     vf = 0.5 * jnp.square(value - value_target).mean()
     return ce + vf_coef * vf, {"pg_loss": ce, "vf_loss": vf, "entropy": entropy, "approx_kl": kl}
@@ -117,14 +125,19 @@ def make_search_update(cfg, apply_fn, env, env_params, axis_name=None):
         )  # fmt: skip
         _, last_value = apply_fn(runner.params, obs)
         _, targets = compute_gae(traj, last_value, cfg.gamma, cfg.gae_lambda, cfg.reward_scale)
-        flat = jax.tree.map(lambda x: x.reshape((-1, *x.shape[2:])), (traj.obs, weights, targets))
+        flat = jax.tree.map(
+            lambda x: x.reshape((-1, *x.shape[2:])), (traj.obs, weights, targets, changed)
+        )
         batch_size = targets.size
 
         def minibatch(carry, rows):
             params, opt_state = carry
-            obs_mb, pol_mb, val_mb = jax.tree.map(lambda x: jnp.take(x, rows, axis=0), flat)
+            obs_mb, pol_mb, val_mb, changed_mb = jax.tree.map(
+                lambda x: jnp.take(x, rows, axis=0), flat
+            )
+            weight = changed_mb if cfg.search_target == "overrides" else None
             grads, aux = jax.grad(search_loss, has_aux=True)(
-                params, apply_fn, obs_mb, pol_mb, val_mb, cfg.vf_coef
+                params, apply_fn, obs_mb, pol_mb, val_mb, cfg.vf_coef, weight
             )
             grads = _pmean(grads, axis_name)
             aux = {**aux, "grad_norm": optax.global_norm(grads)}
