@@ -3,7 +3,8 @@
 The search runs DeepMind's ``mctx.gumbel_muzero_policy`` over a batch of games (vmapped,
 jitted, CPU or GPU). Its model is the exact game: a node's embedding is an ``EnvState`` and
 ``recurrent_fn`` is one real env step (``transition.step_state``, no auto-reset), with the key
-that mctx passes, so every simulation samples the game's own randomness (open loop). The
+that mctx passes, so every expansion samples the game's own randomness (open loop;
+``chance="common"`` gives a node's children one shared draw instead). The
 network gives the prior (its logits, illegal and disabled actions masked) and the leaf value.
 
 * **Terminal states are absorbing** inside the tree: a step from a node that ended (the player

@@ -4,9 +4,10 @@ Each update, the search (``search.run_search``, ``cfg.search_simulations`` per m
 by default) plays ``num_steps`` moves in each of ``num_envs`` games; the network then learns,
 over ``update_epochs`` x ``num_minibatches`` gradient steps:
 
-* the policy target: the search's improved policy (completed-Q, ``policy_target``), or with
-  ``search_target="action"`` the one-hot of the move the search played, by cross-entropy
-  against the masked logits;
+* the policy target: the search's improved policy (completed-Q, ``policy_target``; with
+  ``search_target="raw"`` its Q in the value's units, with ``"overrides"`` learnt only on the
+  moves where the search overruled the network's argmax), or with ``search_target="action"``
+  the one-hot of the move the search played, by cross-entropy against the masked logits;
 * the value target: the lambda-return of the canonical reward (times ``reward_scale``, plus
   the trainer's own shaping when it is on), bootstrapped from the network's values with
   truncation handled as in PPO (``ppo.compute_gae``), by squared error weighted ``vf_coef``.
@@ -79,7 +80,7 @@ def search_loss(params, apply_fn, obs, policy_target, value_target, vf_coef, wei
     """Cross-entropy to the improved policy + ``vf_coef`` x squared value error; the aux.
 
     ``weight`` (f32[N], optional) restricts the cross-entropy to the rows it weighs (a weighted
-    mean); the value loss takes every row.
+    mean, per device under data parallelism); the value loss takes every row.
 
     The value loss is not clipped as PPO's is: from the default policy, runs with and without
     PPO's clip end alike (experiments/search.md), so the simpler loss stays.
