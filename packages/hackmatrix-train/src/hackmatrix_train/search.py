@@ -180,7 +180,7 @@ class Node(NamedTuple):
 
     state: object  # EnvState, batched
     done: jax.Array  # bool[B]
-    chance: jax.Array | None = None  # uint32[B, 2]: a raw key per game
+    chance: jax.Array | None = None  # uint32[B, 2]: a raw key per game ("common" only)
 
 
 def policy_observation(state, disabled: tuple[int, ...]):
@@ -295,8 +295,10 @@ def run_search(apply_fn, cfg: SearchConfig, params, key: jax.Array, state) -> Se
     if cfg.mode == "honest":
         state = jax.vmap(resample_hidden)(jax.random.split(k_hidden, batch * ens), state)
     logits, value, mask = evaluate_states(apply_fn, params, state, cfg.disabled)
-    # the tree's chance keys (chance="common") fold off the tree's key, which mctx keeps
-    chance = jax.random.key_data(jax.random.split(jax.random.fold_in(k_search, 1), batch * ens))
+    chance = None  # the tree's chance keys, only for chance="common": off the tree's key, which
+    if cfg.chance == "common":  # mctx keeps, so the sampled search's key stream is unchanged
+        k_chance = jax.random.fold_in(k_search, 1)
+        chance = jax.random.key_data(jax.random.split(k_chance, batch * ens))
     node = Node(state, jnp.zeros(batch * ens, bool), chance)
     root = mctx.RootFnOutput(prior_logits=logits, value=value, embedding=node)
     out = mctx.gumbel_muzero_policy(
