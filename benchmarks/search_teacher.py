@@ -4,8 +4,10 @@ Plays the checkpoint's sampled policy from stage 1 and collects ``--batches`` x 
 states (one batch every 40 moves), then, for the search with the settings given:
 
 * **targets**: the policy target's entropy against the prior's, its KL from the prior, the KL
-  between the targets of two search keys (noise), and how often its argmax differs from the
-  prior's (``flip``), and from the other key's (``flip_keys``);
+  between the targets of two search keys (noise), how often its argmax differs from the
+  prior's (``flip``) and from the other key's (``flip_keys``), and the probability it moves
+  from the prior to the moves, the siphon and the programs (``shift_*``: a target that moves
+  mass one way on average moves the network that way, update after update);
 * **overrides** (``--reps`` > 0): on the states where the search plays another action than the
   greedy network, the discounted canonical return of the search's action and of the greedy
   one, each followed by greedy play for ``--rollout-steps`` moves from the true state, paired
@@ -24,6 +26,7 @@ from functools import partial
 import jax
 import jax.numpy as jnp
 import numpy as np
+from hackmatrix_env.constants import FIRST_PROGRAM, Action
 from hackmatrix_train.compile_cache import default_cache_dir, enable
 from hackmatrix_train.config import TrainConfig
 from hackmatrix_train.loop import make_env
@@ -40,6 +43,15 @@ def entropy(p):
 def kl(p, q):
     logs = jnp.log(jnp.maximum(p, 1e-30)) - jnp.log(jnp.maximum(q, 1e-30))
     return jnp.sum(jnp.where(p > 0, p * logs, 0.0), -1)
+
+
+def class_shift(target, prior):
+    """f32[3]: the mean probability the target moves from the prior to the moves, the siphon
+    and the programs (they sum to 0)."""
+    delta = (target - prior).mean(0)
+    return jnp.stack([
+        delta[: Action.SIPHON].sum(), delta[Action.SIPHON], delta[FIRST_PROGRAM:].sum()
+    ])  # fmt: skip
 
 
 def repeat_rows(x, idx, reps):
@@ -119,6 +131,7 @@ def main() -> None:
                 entropy(one.prior).mean(), entropy(target).mean(), kl(target, one.prior).mean(),
                 kl(target, other).mean(), (jnp.argmax(target, -1) != one.prior_action).mean(),
                 (jnp.argmax(target, -1) != jnp.argmax(other, -1)).mean(),
+                *class_shift(target, one.prior),
             ])  # fmt: skip
             greedy = policy(obs)
             idx = np.nonzero(np.asarray(one.action != greedy))[0]
@@ -129,10 +142,10 @@ def main() -> None:
                 kept = greedy_return(rep, jnp.repeat(greedy[idx], args.reps), k)
                 deltas += np.asarray(searched - kept).reshape(len(idx), args.reps).mean(1).tolist()
         names = ("entropy_prior", "entropy_target", "kl_target_prior", "kl_two_keys", "flip",
-                 "flip_keys")  # fmt: skip
+                 "flip_keys", "shift_moves", "shift_siphon", "shift_programs")  # fmt: skip
         out = {
             **overrides,
-            **dict(zip(names, np.asarray(rows).mean(0).round(4).tolist(), strict=True)),
+            **dict(zip(names, np.asarray(rows).mean(0).round(5).tolist(), strict=True)),
         }
         if deltas:
             d = np.asarray(deltas)

@@ -25,6 +25,25 @@ os.environ.setdefault(
 compile_cache.enable(compile_cache.default_cache_dir())
 
 
+MAX_WORKERS = 4
+
+
+def pytest_xdist_auto_num_workers(config):
+    """``-n auto`` (the suite's default, pyproject.toml): a worker per usable core, at most
+    ``MAX_WORKERS``.
+
+    The suite is bound by XLA compilation, which runs on one core per process: on 2 cores two
+    workers take the whole suite from 29 to 17 minutes. Past a few workers each process's own
+    compiles and memory (a JAX process per worker) outweigh what they share. ``-n 0`` runs one
+    process, for a debugger or a single test.
+    """
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS, Windows
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, MAX_WORKERS))
+
+
 @pytest.fixture(autouse=True, scope="module")
 def release_compiled_programs():
     """Drop every compiled program after each test module.
