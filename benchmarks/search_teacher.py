@@ -7,7 +7,8 @@ states (one batch every 40 moves), then, for the search with the settings given:
   between the targets of two search keys (noise), how often its argmax differs from the
   prior's (``flip``) and from the other key's (``flip_keys``), and the probability it moves
   from the prior to the moves, the siphon and the programs (``shift_*``: a target that moves
-  mass one way on average moves the network that way, update after update);
+  mass one way on average moves the network that way, update after update), and the Q gaps
+  of the other visited actions to the greedy action (``q_gap_*``, value units);
 * **overrides** (``--reps`` > 0): on the states where the search plays another action than the
   greedy network, the discounted canonical return of the search's action and of the greedy
   one, each followed by greedy play for ``--rollout-steps`` moves from the true state, paired
@@ -52,6 +53,17 @@ def class_shift(target, prior):
     return jnp.stack([
         delta[: Action.SIPHON].sum(), delta[Action.SIPHON], delta[FIRST_PROGRAM:].sum()
     ])  # fmt: skip
+
+
+def q_gaps(out) -> np.ndarray:
+    """The search's Q of each visited action other than the greedy one, less the greedy
+    action's Q (value units; states where the greedy action went unvisited are left out)."""
+    q, visits = np.asarray(out.q_values), np.asarray(out.visit_counts)
+    top = np.asarray(out.prior_action)
+    rows = np.arange(len(top))
+    others = (visits > 0) & (visits[rows, top] > 0)[:, None]
+    others[rows, top] = False
+    return (q - q[rows, top][:, None])[others]
 
 
 def repeat_rows(x, idx, reps):
@@ -119,7 +131,7 @@ def main() -> None:
         batches.append((state, obs))
     for overrides in json.loads(args.settings):
         search = make_search(apply_fn, search_config_from_train(cfg, **overrides))
-        rows, deltas = [], []
+        rows, deltas, gaps = [], [], []
         for b, (state, obs) in enumerate(batches):
             inner = getattr(state, "env_state", state)
             one, two = (
@@ -133,6 +145,7 @@ def main() -> None:
                 (jnp.argmax(target, -1) != jnp.argmax(other, -1)).mean(),
                 *class_shift(target, one.prior),
             ])  # fmt: skip
+            gaps.append(q_gaps(one))
             greedy = policy(obs)
             idx = np.nonzero(np.asarray(one.action != greedy))[0]
             if args.reps and len(idx):
@@ -145,8 +158,13 @@ def main() -> None:
                  "flip_keys", "shift_moves", "shift_siphon", "shift_programs")  # fmt: skip
         out = {
             **overrides,
-            **dict(zip(names, np.asarray(rows).mean(0).round(5).tolist(), strict=True)),
+            **dict(zip(names, np.asarray(rows, np.float64).mean(0).round(5).tolist(), strict=True)),
         }
+        g = np.concatenate(gaps)
+        out.update(
+            q_gap_count=len(g), q_gap_better=round(float((g > 0).mean()), 3),
+            q_gap_quantiles_5_50_95=np.quantile(g, [0.05, 0.5, 0.95]).round(2).tolist(),
+        )  # fmt: skip
         if deltas:
             d = np.asarray(deltas)
             out.update(

@@ -36,11 +36,11 @@ def parse(argv):
     p.add_argument("--k", type=float, default=0.2, help="margin, anchored: logits per Q unit")
     p.add_argument("--margin", type=float, default=0.0, help="Q gaps within it count as ties")
     p.add_argument("--start", help="anchored: the frozen policy (checkpoint or policy dir)")
-    p.add_argument("train_args", nargs=argparse.REMAINDER, help="-- then hm-train's arguments")
-    args = p.parse_args(argv)
+    split = argv.index("--") if "--" in argv else len(argv)
+    args = p.parse_args(argv[:split])  # after "--": hm-train's arguments
     if args.control == "anchored" and not args.start:
         p.error("anchored needs --start (the run's --init-params)")
-    args.train_args = [a for a in args.train_args if a != "--"] if args.train_args else []
+    args.train_args = list(argv[split + 1 :])
     return args
 
 
