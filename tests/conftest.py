@@ -13,6 +13,7 @@ import tempfile
 import jax
 import pytest
 from builders import make_state, scenario
+from hackmatrix_env.devices import usable_cores
 from hackmatrix_train import compile_cache
 
 # Persistent compilation cache: identical programs compiled by different tests
@@ -33,15 +34,11 @@ def pytest_xdist_auto_num_workers(config):
     ``MAX_WORKERS``.
 
     The suite is bound by XLA compilation, which runs on one core per process: on 2 cores two
-    workers take the whole suite from 29 to 17 minutes. Past a few workers each process's own
-    compiles and memory (a JAX process per worker) outweigh what they share. ``-n 0`` runs one
-    process, for a debugger or a single test.
+    workers take the whole suite from 29 to 17 minutes. The cap bounds memory on large
+    machines (a JAX process per worker); more than two workers were not measured. ``-n 0``
+    runs one process, for a debugger or a single test.
     """
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # macOS, Windows
-        cores = os.cpu_count() or 1
-    return max(1, min(cores, MAX_WORKERS))
+    return min(usable_cores(), MAX_WORKERS)
 
 
 @pytest.fixture(autouse=True, scope="module")
