@@ -420,3 +420,13 @@ def test_bench_drops_its_own_flags_before_running_each_device_count():
         "--num-envs", "256", "512", "--updates", "3",
     ]  # fmt: skip
     assert without_flags(["--json", "a", "--env", "probe"], ("--json",)) == ["--env", "probe"]
+
+
+def test_the_default_run_directory_names_the_algorithm_network_batch_and_seed():
+    from hackmatrix_train.cli import default_run_name
+
+    base = TrainConfig()
+    assert default_run_name(base) == f"ppo-grid-{base.num_envs}x{base.num_steps}-s0"
+    search = base.replace(algo="search", seed=3)
+    assert default_run_name(search) == f"search-grid-{base.num_envs}x{base.num_steps}-s3"
+    assert default_run_name(search.replace(run_name="mine", run_suffix="x")) == "mine-x"

@@ -313,7 +313,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def default_run_name(cfg: TrainConfig) -> str:
-    name = cfg.run_name or f"ppo-{cfg.network}-{cfg.num_envs}x{cfg.num_steps}-s{cfg.seed}"
+    """``{algo}-{network}-{envs}x{steps}-s{seed}[-suffix]``, or ``--run-name``."""
+    name = cfg.run_name or f"{cfg.algo}-{cfg.network}-{cfg.num_envs}x{cfg.num_steps}-s{cfg.seed}"
     return name + (f"-{cfg.run_suffix}" if cfg.run_suffix else "")
 
 
