@@ -44,7 +44,7 @@ def make_loss(layers, base_loss):
         if missing:
             raise ValueError(f"no layers {sorted(missing)} in the network: {sorted(inner)}")
         frozen = {k: v if k in layers else jax.lax.stop_gradient(v) for k, v in inner.items()}
-        loss, aux = base_loss(
+        _, aux = base_loss(
             {**params, "params": frozen}, apply_fn, obs, policy_target, value_target, 1.0, weight
         )
         return vf_coef * aux["vf_loss"], aux
