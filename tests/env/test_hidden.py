@@ -252,20 +252,35 @@ def test_perturbed_invisible_cryptog_cell(cell):
     _assert_same_resample(s, _set(s, "enemies.pos", 0, cell))
 
 
-@pytest.mark.parametrize("stack", ["two_cryptogs", "behind_a_virus", "behind_a_shadowing_cryptog"])
+@pytest.mark.parametrize(
+    "stack",
+    [
+        "two_cryptogs",
+        "behind_a_virus",
+        "behind_a_shadowing_cryptog",
+        "stack_moved",
+        "other_cryptog",
+    ],
+)
 def test_perturbed_cryptog_stacking(stack):
-    """Whether an invisible cryptog shares its cell is hidden too, unless it is the first enemy
-    there and shadows a visible one: behind a virus or behind another invisible cryptog it
-    hides nothing (interface §3.5.1)."""
+    """Whether an invisible cryptog shares its cell is hidden too (interface §3.5.1): behind a
+    virus, under another invisible cryptog, and where a cryptog that stands first hides an
+    enemy (the shown cell is empty), where that pair stands and which cryptog hides it."""
     enemies = [("virus", (2, 4)), ("cryptog", (3, 3), 2), ("cryptog", (4, 4)), ("daemon", (5, 2))]
     s = make_state((0, 0), enemies=enemies)
     if stack == "two_cryptogs":
         t = _set(s, "enemies.pos", 2, (3, 3))  # the second cryptog under the first
     elif stack == "behind_a_virus":
         t = _set(s, "enemies.pos", 1, (2, 4))  # the first cryptog behind the virus
-    else:
-        s = _set(s, "enemies.pos", 3, (3, 3))  # the first cryptog shadows the daemon (stays)
+    elif stack == "behind_a_shadowing_cryptog":
+        s = _set(s, "enemies.pos", 3, (3, 3))  # the first cryptog hides the daemon
         t = _set(s, "enemies.pos", 2, (3, 3))  # the second cryptog joins them
+    elif stack == "stack_moved":
+        s = _set(s, "enemies.pos", 3, (3, 3))  # the first cryptog hides the daemon ...
+        t = _set(_set(s, "enemies.pos", 1, (5, 5)), "enemies.pos", 3, (5, 5))  # ... elsewhere
+    else:
+        s = _set(s, "enemies.pos", 3, (3, 3))  # the first cryptog hides the daemon
+        t = _set(s, "enemies.pos", 3, (4, 4))  # the second one does
     _assert_same_resample(_with_snapshot(s), _with_snapshot(t))
 
 
@@ -492,20 +507,36 @@ def test_two_invisible_cryptogs_take_distinct_eligible_cells():
     assert len({tuple(p) for p in pos[:, 0]}) == len(eligible)
 
 
-@pytest.mark.parametrize(
-    "case",
-    ["on_row", "on_col", "show", "shadows_virus"],
-)
-def test_cryptogs_that_must_stay(case):
-    """A visible cryptog stays; so does an invisible one that hides an enemy on its cell."""
-    if case == "shadows_virus":
-        s = make_state((0, 0), enemies=[("cryptog", (3, 3), 2), ("virus", (4, 4))])
-        s = _set(s, "enemies.pos", 1, (3, 3))  # the virus stands under the cryptog
-    else:
-        cell = {"on_row": (0, 4), "on_col": (3, 0), "show": (3, 3)}[case]
-        s = make_state((0, 0), enemies=[("cryptog", cell, 2)], show=case == "show")
+@pytest.mark.parametrize("case", ["on_row", "on_col", "show"])
+def test_visible_cryptogs_stay(case):
+    cell = {"on_row": (0, 4), "on_col": (3, 0), "show": (3, 3)}[case]
+    s = make_state((0, 0), enemies=[("cryptog", cell, 2)], show=case == "show")
     for key in _keys(13, 16):
         np.testing.assert_array_equal(_resample(key, s).game.enemies.pos, s.game.enemies.pos)
+
+
+def test_hidden_enemy_goes_with_its_cryptog_uniform_over_eligible():
+    """A virus an invisible cryptog hides (both at (3,3), the cryptog first) is hidden too: the
+    pair lands together on a uniform eligible cell, the observation unchanged."""
+    blocks = [(1, 1), (2, 2)]
+    s = make_state(
+        (0, 0),
+        enemies=[("cryptog", (3, 3), 2), ("virus", (4, 4)), ("daemon", (2, 4))],
+        blocks=[("data", b, 3) for b in blocks],
+    )
+    s = _set(s, "enemies.pos", 1, (3, 3))  # the virus stands under the cryptog
+    out = _resample_many(_keys(14, N_DRAWS), s)
+    pos = np.asarray(out.game.enemies.pos)
+    np.testing.assert_array_equal(pos[:, 0], pos[:, 1])
+    np.testing.assert_array_equal(pos[:, 2], np.broadcast_to([2, 4], (N_DRAWS, 2)))
+    eligible = _eligible_cells((0, 0), blocks, {(2, 4)})
+    cells = pos[:, 0, 0] * GRID_SIZE + pos[:, 0, 1]
+    assert _uniform_p(cells, [r * GRID_SIZE + c for r, c in eligible]) > P_MIN
+    want = _observe(s)
+    for i in range(0, N_DRAWS, 250):
+        one = jax.tree.map(lambda x, i=i: x[i], out)
+        for x, y in zip(_observe(one), want, strict=True):
+            np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
 
 
 # --------------------------------------------------------------------------- determinism, dtypes

@@ -17,8 +17,10 @@ how it is re-drawn:
   uniform over the 4 kinds, as the standard placement draws them (rules §8).
 * **Invisible cryptogs** (interface §3.5.1): off the player's row and column with SHOW off.
   Each is moved to a uniformly random cell that keeps it invisible: off the player's lines,
-  not a block, not the player's cell, no other enemy or transmission on it. (One that is the
-  first enemy on a cell another enemy shares stays: it hides that enemy from the observation.)
+  not a block, not the player's cell, no other enemy or transmission on it. An enemy that
+  an invisible cryptog hides (the cryptog stands first on their shared cell: only the first
+  enemy on a cell is shown) is hidden too: it goes with the first hidden cryptog before it in
+  the list, so that cryptog hides it on its new cell.
 
 What the player knows from the observations it has seen is kept: how many cryptogs are
 alive (a hatching transmission that shows no enemy is one), their hp, the list order, the
@@ -123,24 +125,15 @@ def replace_invisible_cryptogs(key, enemies, transmissions, grid, player_pos, sh
 
     A cell is eligible when it is off the player's row and column, holds no block, and no
     visible enemy, transmission or the player stands on it. The cryptogs take distinct cells,
-    each uniform among the eligible ones.
+    each uniform among the eligible ones. The enemies a cryptog hides (module doc) go with
+    one of them, so the observation stays as it was.
     """
     player_pos = player_pos.astype(jnp.int32)
     hidden = invisible_cryptogs(enemies, player_pos, show)
-    # A hidden cryptog first on a cell shadows the enemies after it there (interface §3.5.1:
-    # only the first enemy on a cell is shown); moving it would reveal them, so it stays.
-    # Behind another enemy, or with only hidden cryptogs after it, it hides nothing and moves:
-    # whether it shares a cell then is hidden too.
-    standing = enemies.alive & (enemies.hp > 0)
-    cell = enemies.pos[:, 0].astype(jnp.int32) * GRID_SIZE + enemies.pos[:, 1].astype(jnp.int32)
-    slot = jnp.arange(cell.shape[0])
-    same = (cell[:, None] == cell[None, :]) & standing[None, :]  # [slot, other]
-    first = ~jnp.any(same & (slot[None, :] < slot[:, None]), axis=1)
-    shadows = first & jnp.any(same & ~hidden[None, :], axis=1)
-    hidden = hidden & ~shadows
+    hidden_under = shadowed_enemies(enemies, hidden)
     rows = jnp.arange(GRID_SIZE)
     off_line = (rows[:, None] != player_pos[0]) & (rows[None, :] != player_pos[1])
-    visible = enemies.replace(alive=enemies.alive & ~hidden)
+    visible = enemies.replace(alive=enemies.alive & ~hidden & ~hidden_under)
     free = (
         off_line
         & (grid.content != Content.BLOCK)
@@ -160,7 +153,29 @@ def replace_invisible_cryptogs(key, enemies, transmissions, grid, player_pos, sh
     fallback = jnp.argmax(off_line.reshape(-1))
     cell = jnp.where(jnp.any(match, axis=1), jnp.argmax(match, axis=1), fallback)
     new = jnp.stack([cell // GRID_SIZE, cell % GRID_SIZE], axis=1).astype(enemies.pos.dtype)
-    return enemies.replace(pos=jnp.where(hidden[:, None], new, enemies.pos))
+    # A hidden enemy goes with the first hidden cryptog before it in the list: that cryptog is
+    # first on its new cell and hides it there. Which cryptog hid it is itself hidden, so the
+    # choice is made from what the player knows (the list order), not from the true cells.
+    slot = jnp.arange(hidden.shape[0])
+    before = hidden[None, :] & (slot[None, :] < slot[:, None])  # [enemy, cryptog]
+    leader = jnp.argmax(before, axis=1)
+    new = jnp.where(hidden_under[:, None], new[leader], new)
+    return enemies.replace(pos=jnp.where((hidden | hidden_under)[:, None], new, enemies.pos))
+
+
+def shadowed_enemies(enemies, hidden: jax.Array) -> jax.Array:
+    """bool[E]: enemies an invisible cryptog hides by standing first on their cell (§3.5.1).
+
+    Only the first enemy on a cell (list order, hp > 0) is shown, so an invisible cryptog
+    there hides the rest. Hidden cryptogs behind it are counted with ``hidden``, not here.
+    """
+    standing = enemies.alive & (enemies.hp > 0)
+    cell = enemies.pos[:, 0].astype(jnp.int32) * GRID_SIZE + enemies.pos[:, 1].astype(jnp.int32)
+    slot = jnp.arange(cell.shape[0])
+    same = (cell[:, None] == cell[None, :]) & standing[None, :]  # [slot, other]
+    first = ~jnp.any(same & (slot[None, :] < slot[:, None]), axis=1)
+    cell_hidden_first = jnp.any(same & (first & standing & hidden)[None, :], axis=1)
+    return standing & ~hidden & ~first & cell_hidden_first
 
 
 def _resample_parts(key, grid, enemies, transmissions, player_pos, show, q_key):
