@@ -128,6 +128,26 @@ def test_hm_watch_search_plays_what_search_evaluation_scores(policy, searched):
     assert acc["actions"][0].tolist() == counts.tolist()
 
 
+def test_hm_eval_replay_shows_the_search_rows_episodes(policy, searched, tmp_path):
+    """``hm-eval --search 4 --replay``: the page shows the search row's episode (the one the
+    summary scores), which is hm-watch --search's with the same seed."""
+    from hackmatrix_train.cli import eval_main
+
+    data, _, _ = searched
+    out, summary = tmp_path / "eval.html", tmp_path / "eval.json"
+    argv = [str(policy), "--episodes", "1", "--seed", str(SEED), "--search", str(SIMS),
+            "--max-steps-in-episode", str(MAX_STEPS), "--json", str(summary), "--replay",
+            str(out), "--no-compile-cache"]  # fmt: skip
+    assert eval_main(argv) == 0
+    shown = replay_json(out)
+    assert f"search {SIMS} sims, honest" in shown["subtitle"]
+    assert shown["episodes"] == data["episodes"]
+    (row,) = json.loads(summary.read_text())["search"]
+    (episode,) = shown["episodes"]
+    assert row["return_mean"] == pytest.approx(episode["summary"]["return"], abs=1e-3)
+    assert row["length_mean"] == episode["summary"]["length"]
+
+
 @pytest.mark.parametrize(
     ("extra", "message"),
     [

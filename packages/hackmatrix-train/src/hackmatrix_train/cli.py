@@ -902,7 +902,11 @@ def build_eval_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--max-steps-in-episode", type=int, default=None)
     p.add_argument("--json", default=None, help="write the summary JSON here ('-' = stdout)")
-    p.add_argument("--replay", default=None, help="write an HTML replay of the episodes here")
+    p.add_argument(
+        "--replay", default=None,
+        help="write an HTML replay of the first 20 episodes here (with --search: the first "
+        "search row's)",
+    )  # fmt: skip
     s = p.add_argument_group("search (planning with the game as model; specs/search.md)")
     s.add_argument(
         "--search", type=int, nargs="+", default=(), metavar="N",
@@ -1084,7 +1088,8 @@ def eval_main(argv=None) -> int:
     if args.replay:
         from hackmatrix_train.watch import write_eval_replay
 
-        print(f"wrote {write_eval_replay(args.replay, args.checkpoint, args.episodes, args.greedy, args.seed, args.start_stage, args.max_steps_in_episode, args.random)}")  # fmt: skip
+        first = (search_settings(args) or [None])[0]  # the first search row, if any
+        print(f"wrote {write_eval_replay(args.replay, args.checkpoint, args.episodes, args.greedy, args.seed, args.start_stage, args.max_steps_in_episode, args.random, first)}")  # fmt: skip
     return 0
 
 

@@ -17,7 +17,8 @@ without a search.
 
 The episodes are exactly the ones ``hm-eval`` scores with the same checkpoint, seed,
 episode count, greedy/sampled mode and step limit (``episodes.py`` shares its keys).
-``hm-eval --replay FILE`` calls ``write_eval_replay`` for that.
+``hm-eval --replay FILE`` calls ``write_eval_replay`` for that; with ``--search`` it shows the
+first search row's episodes.
 """
 
 from __future__ import annotations
@@ -158,19 +159,40 @@ def write_gif(path, episode, interval: int = 250) -> Path:
     return Path(path)
 
 
-def write_eval_replay(path, checkpoint, episodes, greedy, seed, start_stage, max_steps, random):
-    """``hm-eval --replay``: the HTML replay of the first evaluated episodes (module doc)."""
+def write_eval_replay(
+    path, checkpoint, episodes, greedy, seed, start_stage, max_steps, random, search=None
+):  # fmt: skip
+    """``hm-eval --replay``: the HTML replay of the first evaluated episodes (module doc).
+
+    ``search``: one ``hm-eval --search`` row's ``SearchConfig`` overrides; the replay then shows
+    that search's episodes. They start from the row's games and see its game draws; with no
+    more episodes than the page keeps, the search's draws are the row's too, so the replay is
+    that row's episodes exactly (``make_refill_evaluate``'s keys); beyond, the shown games are
+    searched with a smaller batch, hence other search draws (the subtitle says so).
+    """
     from hackmatrix_train import episodes as ep_mod
+    from hackmatrix_train.config import TrainConfig
     from hackmatrix_train.replay_html import write_html
+    from hackmatrix_train.search import search_config_from_train
 
     check_env_args(start_stage, max_steps)
     apply_fn, params, env_params, meta = load_policy(checkpoint, start_stage, max_steps)
     disabled = () if random else disabled_of(meta)
-    stepper = ep_mod.Stepper(env_params, None if random else apply_fn, greedy, disabled)
+    search_cfg = None
+    if search is not None:
+        search_cfg = search_config_from_train(
+            TrainConfig.from_dict(meta["config"]),
+            **{**search, "max_steps_in_episode": int(env_params.max_steps_in_episode)},
+        )
+    stepper = ep_mod.Stepper(env_params, None if random else apply_fn, greedy, disabled, search_cfg)
     rows = range(min(episodes, EVAL_REPLAY_EPISODES))
     eps = ep_mod.play(stepper, params, seed, episodes, rows)
     mode = "random" if random else ("greedy" if greedy else "sampled")
+    if search_cfg is not None:
+        mode = f"search {search_cfg.num_simulations} sims, {search_cfg.mode}"
     shown = f"first {len(eps)} of {episodes}" if len(eps) < episodes else f"{episodes}"
+    if search_cfg is not None and len(eps) < episodes:
+        shown += " (the row's games; the search's own draws)"
     sub = f"hm-eval {Path(checkpoint).name} ({mode}, update {meta.get('update')}), seed {seed}, {shown} episodes"
     return write_html(path, eps, subtitle=sub)
 
