@@ -1,7 +1,7 @@
 """The search trainer with a policy target of the experiment's own (experiments/search.md).
 
-The controls of "The search trainer: the drift compounds". The search still plays every move
-and the value learns as in ``hm-train --algo search``; only the policy target changes:
+The controls of "The search trainer: the drift compounds". The search plays every move and
+the value learns as in ``hm-train --algo search``; only the policy target changes:
 
 * ``noise``: the network's own policy with Gaussian noise of ``--sigma`` on its log-probabilities
   (a target with no search in it, of a chosen size);
@@ -9,7 +9,12 @@ and the value learns as in ``hm-train --algo search``; only the policy target ch
   action, beyond a dead zone of ``--margin`` (value units), on the visited actions;
 * ``anchored``: the same shift on the log-probabilities of a frozen policy (``--start``, the
   run's ``--init-params``) instead of the network's own, so that successive targets do not
-  build on one another.
+  build on one another;
+* ``improved``: the search's own target (``SearchOutput.policy_target``), as the trainer's.
+
+``--actor network`` (DAgger, "The search trainer on the network's own states") lets the
+network play instead, a move sampled from its masked policy: the search only labels the
+states the network visits, and the value learns the network's own returns.
 
 Every other argument goes to ``hm-train``, e.g.
 
@@ -26,7 +31,7 @@ import sys
 
 from hackmatrix_env.devices import use_cpu_cores
 
-CONTROLS = ("noise", "margin", "anchored")
+CONTROLS = ("noise", "margin", "anchored", "improved")
 
 
 def parse(argv):
@@ -36,6 +41,10 @@ def parse(argv):
     p.add_argument("--k", type=float, default=0.2, help="margin, anchored: logits per Q unit")
     p.add_argument("--margin", type=float, default=0.0, help="Q gaps within it count as ties")
     p.add_argument("--start", help="anchored: the frozen policy (checkpoint or policy dir)")
+    p.add_argument(
+        "--actor", choices=("search", "network"), default="search",
+        help="who plays the moves: the search, or a sample of the network's policy (DAgger)",
+    )  # fmt: skip
     split = argv.index("--") if "--" in argv else len(argv)
     args = p.parse_args(argv[:split])  # after "--": hm-train's arguments
     if args.control == "anchored" and not args.start:
@@ -76,12 +85,18 @@ def make_actor(args):
                 logits = log_prior + args.sigma * jax.random.normal(k_noise, log_prior.shape)
             elif args.control == "margin":
                 logits = log_prior + q_shift(out, args.k, args.margin)
-            else:
+            elif args.control == "anchored":
                 logits = apply_fn(start, obs)[0] + q_shift(out, args.k, args.margin)
+            else:
+                logits = jnp.log(jnp.maximum(out.policy_target, 1e-30))
             policy_target = jax.nn.softmax(jnp.where(out.mask, logits, MASKED_LOGIT), -1)
             changed = (out.action != out.prior_action).astype(jnp.float32)
             log_prob = jnp.zeros(out.action.shape, jnp.float32)
-            return out.action, log_prob, out.root_value, (policy_target, changed)
+            action = out.action
+            if args.actor == "network":  # DAgger: the network's move, the search's label
+                k_act = jax.random.fold_in(k_noise, 1)
+                action = jax.random.categorical(k_act, log_prior).astype(jnp.int32)
+            return action, log_prob, out.root_value, (policy_target, changed)
 
         return act
 
