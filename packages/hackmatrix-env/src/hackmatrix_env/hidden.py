@@ -174,8 +174,9 @@ def shadowed_enemies(enemies, hidden: jax.Array) -> jax.Array:
     slot = jnp.arange(cell.shape[0])
     same = (cell[:, None] == cell[None, :]) & standing[None, :]  # [slot, other]
     first = ~jnp.any(same & (slot[None, :] < slot[:, None]), axis=1)
-    cell_hidden_first = jnp.any(same & (first & standing & hidden)[None, :], axis=1)
-    return standing & ~hidden & ~first & cell_hidden_first
+    # on a cell whose first enemy is a hidden cryptog (so not first there itself)
+    under_hidden_first = jnp.any(same & (first & hidden)[None, :], axis=1)
+    return standing & ~hidden & under_hidden_first
 
 
 def _resample_parts(key, grid, enemies, transmissions, player_pos, show, q_key):

@@ -138,14 +138,16 @@ def check_search_args(search, checkpoint, random, actions, greedy) -> None:
         raise ValueError("--search replaces the policy's own choice; drop --sampled")
 
 
-def search_config(meta, env_params, simulations: int, mode: str):
-    """The ``SearchConfig`` of a checkpoint's policy, truncating where the episodes do."""
+def search_config(meta, env_params, num_simulations: int, mode: str, **options):
+    """The ``SearchConfig`` of a checkpoint's policy, truncating where the episodes do;
+    ``options``: other ``SearchConfig`` fields (an ``hm-eval --search`` row's)."""
     from hackmatrix_train.config import TrainConfig
     from hackmatrix_train.search import search_config_from_train
 
     return search_config_from_train(
         TrainConfig.from_dict(meta["config"]),
-        num_simulations=int(simulations),
+        **options,
+        num_simulations=int(num_simulations),
         mode=mode,
         max_steps_in_episode=int(env_params.max_steps_in_episode),
     )
@@ -171,19 +173,12 @@ def write_eval_replay(
     searched with a smaller batch, hence other search draws (the subtitle says so).
     """
     from hackmatrix_train import episodes as ep_mod
-    from hackmatrix_train.config import TrainConfig
     from hackmatrix_train.replay_html import write_html
-    from hackmatrix_train.search import search_config_from_train
 
     check_env_args(start_stage, max_steps)
     apply_fn, params, env_params, meta = load_policy(checkpoint, start_stage, max_steps)
     disabled = () if random else disabled_of(meta)
-    search_cfg = None
-    if search is not None:
-        search_cfg = search_config_from_train(
-            TrainConfig.from_dict(meta["config"]),
-            **{**search, "max_steps_in_episode": int(env_params.max_steps_in_episode)},
-        )
+    search_cfg = None if search is None else search_config(meta, env_params, **search)
     stepper = ep_mod.Stepper(env_params, None if random else apply_fn, greedy, disabled, search_cfg)
     rows = range(min(episodes, EVAL_REPLAY_EPISODES))
     eps = ep_mod.play(stepper, params, seed, episodes, rows)
