@@ -16,15 +16,15 @@ agent brings into them.
    cryptogs), time 0, so that no bank state replays one fixed hidden future.
 
 The game's rules and reward are untouched; only where episodes start changes. The control is
-``hm-train`` with the same arguments (the same seed, no bank). The trainer's
-end-of-run evaluation would use the wrapped env, so the run is evaluated by ``hm-eval`` on
-its checkpoint instead (pass ``--final-eval-episodes 0``). Every argument after ``--`` goes
-to ``hm-train``, e.g.
+``hm-train`` with the same arguments (the same seed, no bank). The trainer's end-of-run
+evaluation would play the wrapped env, so the script turns it off (``--final-eval-episodes
+0``) and the run is evaluated by ``hm-eval`` on its checkpoint. Every argument after ``--``
+goes to ``hm-train``, e.g.
 
     uv run python experiments/restart_bank.py --bank-episodes 256 -- \\
         --init-params policies/default-cpu-42m-s1-vf0125 --lr 3e-4 --program-bonus 0 \\
         --ent-coef 0.002 --ent-coef-end 0.002 --explore-floor 0.001 --explore-floor-end 0.001 \\
-        --total-timesteps 8388608 --final-eval-episodes 0 --no-wandb --seed 3
+        --total-timesteps 8388608 --no-wandb --seed 3
 """
 
 from __future__ import annotations
@@ -49,7 +49,12 @@ def parse(argv):
     args = p.parse_args(argv[:split])
     if not 0.0 <= args.bank_prob <= 1.0:
         p.error("--bank-prob must be in [0, 1]")
-    args.train_args = list(argv[split + 1 :])
+    if not 1 <= args.bank_min_stage <= 8:
+        p.error("--bank-min-stage must be in 1..8")
+    if args.bank_episodes < 1 or args.bank_every < 1:
+        p.error("--bank-episodes and --bank-every must be >= 1")
+    # the end-of-run evaluation would play the wrapped env: hm-eval evaluates the checkpoint
+    args.train_args = [*argv[split + 1 :], "--final-eval-episodes", "0"]
     return args
 
 
@@ -93,6 +98,8 @@ def collect_bank(args):
         alive &= ~np.asarray(done)
         if not alive.any():
             break
+    if not kept:
+        raise SystemExit(f"no searched game reached stage {args.bank_min_stage}: the bank is empty")
     bank = jax.tree.map(lambda *x: jnp.asarray(np.concatenate(x)), *kept)
     stages = np.bincount(np.asarray(bank.stage), minlength=9)[1:]
     print(f"bank: {int(stages.sum())} states, by stage 1-8: {stages.tolist()}", flush=True)
