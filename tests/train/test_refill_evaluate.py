@@ -53,3 +53,33 @@ def test_refill_plays_the_scan_evaluators_episodes(policy, slots):
         np.testing.assert_array_equal(np.asarray(got[name]), np.asarray(want[name]), err_msg=name)
     assert not np.asarray(got["alive"]).any()  # every episode ended
     assert np.asarray(got["length"]).sum() > EPISODES  # the episodes were played, not skipped
+
+
+def test_actor_memory_follows_each_episode(policy):
+    """An actor with memory (``memory=(start, update)``) sees its own episode's history.
+
+    The memory counts the steps since its episode started; the actor plays greedily only when
+    the count equals the state's step counter and its least likely legal move otherwise. A
+    memory that carried over into a refilled slot, or missed a step, would change the moves.
+    """
+    env, params_env, net, params = policy
+    greedy = _greedy(net)
+
+    def act(params, state, obs, key, steps):
+        logits, _ = net.apply(params, obs)
+        worst = jnp.argmin(jnp.where(obs.action_mask, logits, jnp.inf), axis=-1)
+        ok = steps == state.time
+        return jnp.where(ok, greedy(params, state, obs, key), worst).astype(jnp.int32)
+
+    memory = (lambda s: jnp.zeros_like(s.time), lambda m, s, a, s2: m + 1)
+    with_memory = make_refill_evaluate(env, params_env, act, EPISODES, MAX_STEPS, 2, memory)
+    without = make_refill_evaluate(env, params_env, greedy, EPISODES, MAX_STEPS, 2)
+    got = jax.device_get(with_memory(params, jax.random.key(7)))
+    want = jax.device_get(without(params, jax.random.key(7)))
+    for name in want:
+        np.testing.assert_array_equal(np.asarray(got[name]), np.asarray(want[name]), err_msg=name)
+    # the check has teeth: a memory that miscounts plays other moves
+    miscount = (lambda s: jnp.zeros_like(s.time), lambda m, s, a, s2: m + 2)
+    broken = make_refill_evaluate(env, params_env, act, EPISODES, MAX_STEPS, 2, miscount)
+    bad = jax.device_get(broken(params, jax.random.key(7)))
+    assert not np.array_equal(np.asarray(bad["actions"]), np.asarray(want["actions"]))

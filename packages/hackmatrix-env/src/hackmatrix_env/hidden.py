@@ -39,6 +39,7 @@ import jax.numpy as jnp
 from hackmatrix_env.board import cell_map, enemy_occupancy_map, transmission_map
 from hackmatrix_env.constants import (
     DATA_POINTS_MAX,
+    Action,
     GRID_SIZE,
     NUM_ENEMY_KINDS,
     NUM_PROGRAMS,
@@ -120,19 +121,27 @@ def invisible_cryptogs(enemies, player_pos: jax.Array, show: jax.Array) -> jax.A
     return cryptog & ~in_line & ~show
 
 
-def replace_invisible_cryptogs(key, enemies, transmissions, grid, player_pos, show):
+def off_lines(player_pos: jax.Array) -> jax.Array:
+    """bool[6,6]: cells off the player's row and column, where a cryptog is not shown."""
+    player_pos = player_pos.astype(jnp.int32)
+    rows = jnp.arange(GRID_SIZE)
+    return (rows[:, None] != player_pos[0]) & (rows[None, :] != player_pos[1])
+
+
+def replace_invisible_cryptogs(key, enemies, transmissions, grid, player_pos, show, belief=None):
     """Enemies (full or snapshot) with each invisible cryptog on a fresh invisible cell.
 
     A cell is eligible when it is off the player's row and column, holds no block, and no
-    visible enemy, transmission or the player stands on it. The cryptogs take distinct cells,
-    each uniform among the eligible ones. The enemies a cryptog hides (module doc) go with
-    one of them, so the observation stays as it was.
+    visible enemy, transmission or the player stands on it. With a ``belief`` (bool[6,6], the
+    cells the player's history leaves possible: ``track_cryptogs``) the eligible cells are
+    narrowed to it, unless that leaves fewer cells than there are invisible cryptogs. The
+    cryptogs take distinct cells, each uniform among the eligible ones. The enemies a cryptog
+    hides (module doc) go with one of them, so the observation stays as it was.
     """
     player_pos = player_pos.astype(jnp.int32)
     hidden = invisible_cryptogs(enemies, player_pos, show)
     hidden_under = shadowed_enemies(enemies, hidden)
-    rows = jnp.arange(GRID_SIZE)
-    off_line = (rows[:, None] != player_pos[0]) & (rows[None, :] != player_pos[1])
+    off_line = off_lines(player_pos)
     visible = enemies.replace(alive=enemies.alive & ~hidden & ~hidden_under)
     free = (
         off_line
@@ -141,6 +150,9 @@ def replace_invisible_cryptogs(key, enemies, transmissions, grid, player_pos, sh
         & ~transmission_map(transmissions)
         & ~cell_map(player_pos)
     ).reshape(-1)
+    if belief is not None:
+        narrowed = free & belief.reshape(-1)
+        free = jnp.where(jnp.sum(narrowed) >= jnp.sum(hidden), narrowed, free)
     # One random order of the cells: the j-th hidden cryptog (list order) takes the j-th free
     # cell of that order, so each gets a uniform free cell and no two share one (36 draws, not
     # one draw per slot and cell). A packed board with no free cell left: the first off-line
@@ -179,24 +191,30 @@ def shadowed_enemies(enemies, hidden: jax.Array) -> jax.Array:
     return standing & ~hidden & under_hidden_first
 
 
-def _resample_parts(key, grid, enemies, transmissions, player_pos, show, q_key):
+def _resample_parts(key, grid, enemies, transmissions, player_pos, show, q_key, belief=None):
     k_trans, k_enemy = jax.random.split(key)
     grid = redraw_question_blocks(q_key, grid)
     transmissions = redraw_transmission_kinds(k_trans, transmissions)
-    enemies = replace_invisible_cryptogs(k_enemy, enemies, transmissions, grid, player_pos, show)
+    enemies = replace_invisible_cryptogs(
+        k_enemy, enemies, transmissions, grid, player_pos, show, belief
+    )
     return grid, enemies, transmissions
 
 
-def resample_hidden(key: jax.Array, state: EnvState) -> EnvState:
+def resample_hidden(key: jax.Array, state: EnvState, cryptog_belief=None) -> EnvState:
     """A state consistent with ``state``'s observation, its hidden parts re-drawn (module doc).
 
+    ``cryptog_belief`` (bool[6,6], optional): the cells where the player's history leaves an
+    invisible cryptog possible (``track_cryptogs``); the invisible cryptogs are drawn among
+    them instead of among every cell that hides them. The UNDO ring's snapshots are past
+    states the belief does not describe, so theirs are drawn without it.
     Deterministic in ``key``; independent of every hidden field of ``state``.
     """
     k_game, k_snaps, k_question = jax.random.split(key, 3)
     game = state.game
     grid, enemies, transmissions = _resample_parts(
         k_game, game.grid, game.enemies, game.transmissions, game.player.pos, game.show_flag,
-        k_question,
+        k_question, cryptog_belief,
     )  # fmt: skip
     game = game.replace(grid=grid, enemies=enemies, transmissions=transmissions)
     snaps = state.history.snapshots
@@ -207,3 +225,57 @@ def resample_hidden(key: jax.Array, state: EnvState) -> EnvState:
     )  # fmt: skip
     snaps = snaps.replace(grid=grids, enemies=senemies, transmissions=strans)
     return state.replace(game=game, history=state.history.replace(snapshots=snaps))
+
+
+# ------------------------------------------------------------------ the player's cryptog belief
+#
+# Cryptogs move at most one cell per step (speed 1, one enemy phase per step; PUSH and PULL move
+# enemies one cell and run no phase, programs §4.1-4.2), and a cryptog on the player's row or
+# column is shown. So the cells where an unseen cryptog can be follow from what the player has
+# seen: spread by one cell per step from where cryptogs could have been, and cut to the cells
+# the observation leaves dark. The belief is one map for all the invisible cryptogs of a game.
+
+
+def _spread(cells: jax.Array) -> jax.Array:
+    """bool[6,6]: ``cells`` and their four neighbours (one move of a speed-1 enemy)."""
+    grown = cells
+    grown = grown.at[1:, :].max(cells[:-1, :]).at[:-1, :].max(cells[1:, :])
+    return grown.at[:, 1:].max(cells[:, :-1]).at[:, :-1].max(cells[:, 1:])
+
+
+def _shown_cells(game, kinds) -> jax.Array:
+    """bool[6,6]: cells where the observation shows an enemy of one of ``kinds`` (first on
+    its cell, interface §3.5.1)."""
+    enemies = game.enemies
+    hidden = invisible_cryptogs(enemies, game.player.pos, game.show_flag)
+    shown = enemies.alive & (enemies.hp > 0) & ~hidden & ~shadowed_enemies(enemies, hidden)
+    of_kind = jnp.any(enemies.kind[:, None] == jnp.asarray(kinds, enemies.kind.dtype), axis=1)
+    return enemy_occupancy_map(enemies.replace(alive=shown & of_kind))
+
+
+def track_cryptogs(belief: jax.Array, state: EnvState, action: jax.Array, next_state: EnvState):
+    """The belief after ``action`` took ``state`` to ``next_state``, from observed parts only.
+
+    Where a cryptog can have come from: the cells the belief allowed, the shown cryptogs, the
+    transmissions that left the board (one can hatch into a cryptog the player does not see),
+    and after POLY every shown enemy (it can become a cryptog). One cell of spread, then only
+    the cells ``next_state`` leaves dark. With no invisible cryptog left (the player knows how
+    many cryptogs are alive, module doc) the belief is empty. UNDO restores an older board and
+    a new episode (``next_state.time`` 0) starts over: nothing dark is ruled out.
+    """
+    game, next_game = state.game, next_state.game
+    hatched = transmission_map(game.transmissions) & ~transmission_map(next_game.transmissions)
+    sources = belief | _shown_cells(game, (EnemyKind.CRYPTOG,)) | hatched
+    polymorphed = _shown_cells(game, tuple(range(NUM_ENEMY_KINDS)))
+    sources = sources | jnp.where(action == Action.POLY, polymorphed, False)
+    dark = off_lines(next_game.player.pos)
+    unseen = jnp.any(invisible_cryptogs(next_game.enemies, next_game.player.pos, next_game.show_flag))
+    restart = (action == Action.UNDO) | (next_state.time == 0)
+    return jnp.where(restart, dark, _spread(sources) & dark) & unseen
+
+
+def initial_cryptog_belief(state: EnvState) -> jax.Array:
+    """bool[6,6]: the belief at an episode's start: every dark cell if a cryptog is unseen."""
+    game = state.game
+    unseen = jnp.any(invisible_cryptogs(game.enemies, game.player.pos, game.show_flag))
+    return off_lines(game.player.pos) & unseen

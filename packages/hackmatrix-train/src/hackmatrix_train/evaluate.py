@@ -287,11 +287,15 @@ def format_table(summary: dict, title: str = "evaluation") -> str:
     return "\n".join(lines)
 
 
-def make_refill_evaluate(env, env_params, act, num_episodes: int, max_steps: int, slots: int):
+def make_refill_evaluate(
+    env, env_params, act, num_episodes: int, max_steps: int, slots: int, memory=None
+):
     """Jitted ``evaluate(params, key) -> per-episode arrays`` over ``slots`` games at a time.
 
     ``act(params, state, obs, key) -> int32[slots]`` chooses the moves of the games in the
-    slots. Episode ``i`` is ``make_evaluate``'s episode ``i``: the same reset key and, at its
+    slots. With ``memory = (start, update)`` the actor remembers what it has seen:
+    ``start(states)`` is a fresh episode's memory, ``update(memory, states, actions,
+    next_states)`` follows one step, and ``act`` takes the memory as a fifth argument. Episode ``i`` is ``make_evaluate``'s episode ``i``: the same reset key and, at its
     own step ``t``, the same real-game key (step key ``t``, its env half, row ``i``), so the
     games see the same draws whatever the slot count. When an episode ends its slot takes the
     next one; the loop stops when every episode has ended. A search costs its simulations per
@@ -303,6 +307,11 @@ def make_refill_evaluate(env, env_params, act, num_episodes: int, max_steps: int
 
     step_fn = jax.vmap(env.step, in_axes=(0, 0, 0, None))
     n, w = num_episodes, min(slots, num_episodes)
+    if memory is None:  # a memoryless actor: a placeholder memory that nothing reads
+        start, update = (lambda s: jnp.zeros(s.time.shape, bool)), (lambda m, *_: m)
+        choose = lambda p, s, o, k, m: act(p, s, o, k)  # noqa: E731
+    else:
+        (start, update), choose = memory, act
 
     @jax.jit
     def evaluate(params, key):
@@ -312,24 +321,25 @@ def make_refill_evaluate(env, env_params, act, num_episodes: int, max_steps: int
         first = jnp.arange(w)
         carry0 = (
             jnp.int32(0), jnp.int32(w), first, jnp.zeros(w, jnp.int32),
-            take(obs_all, first), take(state_all, first), acc,
+            take(obs_all, first), take(state_all, first), acc, start(take(state_all, first)),
         )  # fmt: skip
 
         def cond(c):
-            k, _, _, _, _, _, acc = c
+            k, acc = c[0], c[6]
             return (k < n * max_steps) & jnp.any(acc["alive"])
 
         def body(c):
-            k, next_ep, ep, t, obs, state, acc = c
+            k, next_ep, ep, t, obs, state, acc, mem = c
             active = acc["alive"][ep]  # bool[w]: the slot's episode is still running
             k_pol = jax.random.split(keys[jnp.minimum(k, max_steps - 1)])[0]
-            action = act(params, state, obs, k_pol)
+            action = choose(params, state, obs, k_pol, mem)
             env_key = jax.vmap(lambda tt, i: jax.random.split(jax.random.split(keys[tt])[1], n)[i])(
                 jnp.minimum(t, max_steps - 1), ep
             )
             new_obs, new_state, reward, term, trunc, info = step_fn(
                 env_key, state, action, env_params
             )
+            mem = update(mem, state, action, new_state)
             rows = take(acc, ep)
             rows = tally_step(rows, state, action, reward, term, trunc, info)
             rows["alive"] = rows["alive"] & active  # an idle slot's episode stays as it is
@@ -344,10 +354,11 @@ def make_refill_evaluate(env, env_params, act, num_episodes: int, max_steps: int
             t = jnp.where(refill, 0, t + 1)
             new_obs = select_rows(refill, take(obs_all, ep), new_obs)
             new_state = select_rows(refill, take(state_all, ep), new_state)
+            mem = select_rows(refill, start(new_state), mem)
             next_ep = next_ep + jnp.sum(refill, dtype=jnp.int32)
-            return k + 1, next_ep, ep, t, new_obs, new_state, acc
+            return k + 1, next_ep, ep, t, new_obs, new_state, acc, mem
 
-        return jax.lax.while_loop(cond, body, carry0)[-1]
+        return jax.lax.while_loop(cond, body, carry0)[-2]
 
     return evaluate
 
@@ -357,6 +368,18 @@ def make_search_evaluate(
 ):
     """``make_refill_evaluate`` with each move chosen by a search (``search.run_search``)."""
     from hackmatrix_train.search import run_search
+
+    if search_cfg.mode == "honest" and search_cfg.track_cryptogs:
+        from hackmatrix_env.hidden import initial_cryptog_belief, track_cryptogs
+
+        def act_tracking(params, state, obs, key, belief):
+            del obs
+            return run_search(apply_fn, search_cfg, params, key, state, belief).action
+
+        memory = (jax.vmap(initial_cryptog_belief), jax.vmap(track_cryptogs))
+        return make_refill_evaluate(
+            env, env_params, act_tracking, num_episodes, max_steps, slots, memory
+        )
 
     def act(params, state, obs, key):
         del obs

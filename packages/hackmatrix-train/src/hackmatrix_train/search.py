@@ -103,6 +103,10 @@ class SearchConfig:
     # (specs/search.md §2: adding it measured worse)
     program_bonus: float = 0.0
     program_bonus_skips_undo: bool = True  # the trainer's --program-terms-skip-undo
+    # honest mode, where a caller follows the game (hm-eval, hm-watch, hm-play): draw the
+    # unseen cryptogs among the cells the player's history leaves possible
+    # (``hidden.track_cryptogs``), not among every dark cell
+    track_cryptogs: bool = False
 
     def __post_init__(self):
         check_search_config(self)
@@ -277,8 +281,13 @@ def slim_ring(state):
     return state.replace(history=slim)
 
 
-def run_search(apply_fn, cfg: SearchConfig, params, key: jax.Array, state) -> SearchOutput:
+def run_search(
+    apply_fn, cfg: SearchConfig, params, key: jax.Array, state, cryptog_belief=None
+) -> SearchOutput:
     """Search from a batch of states (leading axis B); see the module doc. Not jitted itself.
+
+    ``cryptog_belief`` (bool[B,6,6], honest mode): where each game's unseen cryptogs can be,
+    from the player's history (``hidden.track_cryptogs``); None: anywhere dark.
 
     With ``determinizations`` K > 1 (honest mode), each game is searched K times from K
     independent re-draws of its hidden parts, with ``num_simulations / K`` simulations each;
@@ -293,7 +302,12 @@ def run_search(apply_fn, cfg: SearchConfig, params, key: jax.Array, state) -> Se
     if ens > 1:
         state = jax.tree.map(lambda x: jnp.repeat(x, ens, axis=0), state)
     if cfg.mode == "honest":
-        state = jax.vmap(resample_hidden)(jax.random.split(k_hidden, batch * ens), state)
+        keys = jax.random.split(k_hidden, batch * ens)
+        if cryptog_belief is None:
+            state = jax.vmap(resample_hidden)(keys, state)
+        else:
+            belief = jnp.repeat(cryptog_belief, ens, axis=0)
+            state = jax.vmap(resample_hidden)(keys, state, belief)
     logits, value, mask = evaluate_states(apply_fn, params, state, cfg.disabled)
     chance = None  # the tree's chance keys, only for chance="common": off the tree's key, which
     if cfg.chance == "common":  # mctx keeps, so the sampled search's key stream is unchanged
