@@ -39,11 +39,11 @@ import jax.numpy as jnp
 from hackmatrix_env.board import cell_map, enemy_occupancy_map, transmission_map
 from hackmatrix_env.constants import (
     DATA_POINTS_MAX,
-    Action,
     GRID_SIZE,
     NUM_ENEMY_KINDS,
     NUM_PROGRAMS,
     PROGRAM_SPAWN,
+    Action,
     BlockKind,
     Content,
     EnemyKind,
@@ -269,7 +269,9 @@ def track_cryptogs(belief: jax.Array, state: EnvState, action: jax.Array, next_s
     polymorphed = _shown_cells(game, tuple(range(NUM_ENEMY_KINDS)))
     sources = sources | jnp.where(action == Action.POLY, polymorphed, False)
     dark = off_lines(next_game.player.pos)
-    unseen = jnp.any(invisible_cryptogs(next_game.enemies, next_game.player.pos, next_game.show_flag))
+    unseen = jnp.any(
+        invisible_cryptogs(next_game.enemies, next_game.player.pos, next_game.show_flag)
+    )
     restart = (action == Action.UNDO) | (next_state.time == 0)
     return jnp.where(restart, dark, _spread(sources) & dark) & unseen
 
