@@ -236,11 +236,22 @@ def resample_hidden(key: jax.Array, state: EnvState, cryptog_belief=None) -> Env
 # the observation leaves dark. The belief is one map for all the invisible cryptogs of a game.
 
 
+def _spread_rows(cells: jax.Array) -> jax.Array:
+    return cells.at[1:, :].max(cells[:-1, :]).at[:-1, :].max(cells[1:, :])
+
+
+def _spread_cols(cells: jax.Array) -> jax.Array:
+    return cells.at[:, 1:].max(cells[:, :-1]).at[:, :-1].max(cells[:, 1:])
+
+
 def _spread(cells: jax.Array) -> jax.Array:
     """bool[6,6]: ``cells`` and their four neighbours (one move of a speed-1 enemy)."""
-    grown = cells
-    grown = grown.at[1:, :].max(cells[:-1, :]).at[:-1, :].max(cells[1:, :])
-    return grown.at[:, 1:].max(cells[:, :-1]).at[:, :-1].max(cells[:, 1:])
+    return _spread_rows(cells) | _spread_cols(cells)
+
+
+def _spread_square(cells: jax.Array) -> jax.Array:
+    """bool[6,6]: ``cells`` and their eight neighbours (one PUSH or PULL)."""
+    return _spread_cols(_spread_rows(cells))
 
 
 def _shown_cells(game, kinds) -> jax.Array:
@@ -267,13 +278,23 @@ def track_cryptogs(belief: jax.Array, state: EnvState, action: jax.Array, next_s
     hatched = transmission_map(game.transmissions) & ~transmission_map(next_game.transmissions)
     sources = belief | _shown_cells(game, (EnemyKind.CRYPTOG,)) | hatched
     polymorphed = _shown_cells(game, tuple(range(NUM_ENEMY_KINDS)))
-    sources = sources | jnp.where(action == Action.POLY, polymorphed, False)
+    polymorphed = jnp.where(action == Action.POLY, polymorphed, False)
+    sources = sources | polymorphed
+    # PUSH and PULL move an enemy one cell, diagonally too (programs §4.1-4.2), onto blocks
+    # too; a cryptog walks one cell, orthogonally, on free cells only (rules §7.6), so it is on
+    # a block only where PUSH, PULL or POLY (of a glitch) put it, and stays there until it
+    # walks off. Stage generation never puts a block under an enemy.
+    shoved = (action == Action.PUSH) | (action == Action.PULL)
+    reached = jnp.where(shoved, _spread_square(sources), _spread(sources))
+    block = next_game.grid.content == Content.BLOCK
+    stays = (belief | polymorphed) & (game.grid.content == Content.BLOCK)
+    reached = reached & (~block | jnp.where(shoved, reached, stays))
     dark = off_lines(next_game.player.pos)
     unseen = jnp.any(
         invisible_cryptogs(next_game.enemies, next_game.player.pos, next_game.show_flag)
     )
     restart = (action == Action.UNDO) | (next_state.time == 0)
-    return jnp.where(restart, dark, _spread(sources) & dark) & unseen
+    return jnp.where(restart, dark, reached & dark) & unseen
 
 
 def initial_cryptog_belief(state: EnvState) -> jax.Array:

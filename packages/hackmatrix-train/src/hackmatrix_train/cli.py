@@ -923,6 +923,11 @@ def build_eval_parser() -> argparse.ArgumentParser:
         help="honest mode: K searches from independent re-draws of the hidden parts, N/K "
         "simulations each, improved policies averaged (default: one per 8 simulations)",
     )  # fmt: skip
+    s.add_argument(
+        "--track-cryptogs", action=argparse.BooleanOptionalAction, default=None,
+        help="honest mode: draw the unseen cryptogs where the game's history so far leaves them "
+        "possible, not on any dark cell (default: SearchConfig's)",
+    )  # fmt: skip
     s.add_argument("--gumbel-scale", type=float, default=1.0, help="0: deterministic search")
     s.add_argument(
         "--search-considered", type=int, default=None, metavar="M",
@@ -969,6 +974,7 @@ def search_settings(args: argparse.Namespace) -> list[dict]:
             selection=args.search_selection,
             chance=args.search_chance,
             determinizations=args.determinizations if m == "honest" else None,
+            track_cryptogs=args.track_cryptogs if m == "honest" else None,
         )
         for n in args.search
         for m in modes

@@ -25,6 +25,8 @@ instead of the reset (``hm-play --scenario`` writes those).
 **Search** (``Stepper(..., search=SearchConfig)``): each move is a Gumbel search's
 (``search.py``) over the whole batch, drawn with the policy's key ``k_pol`` exactly as
 ``evaluate.make_search_evaluate`` does, and each frame adds ``"search"`` (``search_frame``).
+With ``track_cryptogs`` the stepper follows each game's cryptog belief from move to move as
+that evaluation does (``reset`` starts it over).
 The env keys do not depend on the policy, so a searched episode's action log replays it
 with no search at all.
 """
@@ -142,6 +144,10 @@ class Stepper:
             from hackmatrix_train.search import make_search
 
             self._search = make_search(apply_fn, search)
+        # the honest search's cryptog belief (hidden.track_cryptogs), followed move by move as
+        # make_search_evaluate follows it; None at an episode's start (set by the first step)
+        self._tracks = search is not None and search.mode == "honest" and search.track_cryptogs
+        self._belief = None
 
     def _decide_impl(self, params, obs, key):
         """``(action int32[m], probs f32[m, 28], value f32[m])`` as ``make_evaluate`` decides."""
@@ -161,6 +167,7 @@ class Stepper:
     def reset(self, seed: int, batch: int, rows: np.ndarray):
         """``(obs, state)`` of the rows' fresh games under the evaluation key scheme."""
         k_reset, _ = jax.random.split(jax.random.key(seed))
+        self._belief = None
         return _reset(jax.random.split(k_reset, batch)[jnp.asarray(rows)], self.env_params)
 
     def run_keys(self, seed: int) -> jax.Array:
@@ -177,15 +184,36 @@ class Stepper:
         k_pol, k_env = jax.random.split(run_key)
         action, probs, value = self._decide(params, obs, k_pol)
         found = None
+        if self._tracks and self._belief is None:
+            self._belief = start_cryptog_belief(state)
         if self._search is not None:  # make_search_evaluate's draw: the search takes k_pol
-            found = self._search(params, k_pol, state)
+            found = self._search(params, k_pol, state, self._belief)
             action = found.action
         if forced is not None:
             action = jnp.asarray(forced, jnp.int32)
         env_keys = jax.random.split(k_env, batch)[jnp.asarray(rows)]
+        before = state
         obs, state, trimmed, out = _advance(self.env_params, state, action, env_keys)
+        if self._tracks:
+            self._belief = follow_cryptog_belief(self._belief, before, action, state)
         host = jax.device_get((trimmed, action, probs, value, out, found))
         return obs, state, *host
+
+
+@jax.jit
+def start_cryptog_belief(state):
+    """bool[B,6,6]: each game's cryptog belief at its episode's start."""
+    from hackmatrix_env.hidden import initial_cryptog_belief
+
+    return jax.vmap(initial_cryptog_belief)(state)
+
+
+@jax.jit
+def follow_cryptog_belief(belief, state, action, next_state):
+    """bool[B,6,6]: each game's cryptog belief after one step (``hidden.track_cryptogs``)."""
+    from hackmatrix_env.hidden import track_cryptogs
+
+    return jax.vmap(track_cryptogs)(belief, state, action, next_state)
 
 
 def _row(tree, i: int):
