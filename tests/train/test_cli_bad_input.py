@@ -49,6 +49,8 @@ CASES = [
     ("hm-eval", "{tmp} --start-stage 9", "--start-stage must be in 1..8"),
     ("hm-eval", "{tmp} --max-steps-in-episode 0", "--max-steps-in-episode must be >= 1"),
     ("hm-eval", "{tmp}", "no checkpoint in"),
+    ("hm-eval", "{tmp} --track-cryptogs", "--track-cryptogs sets the honest search"),
+    ("hm-eval", "{tmp} --search 8 --search-mode oracle --track-cryptogs", "--search-mode honest"),
     # hm-watch
     ("hm-watch", "nowhere", "no such file or directory: nowhere"),
     ("hm-watch", "--actions nowhere.json", "no such file or directory: nowhere.json"),

@@ -962,6 +962,9 @@ def search_settings(args: argparse.Namespace) -> list[dict]:
         )
     if args.search and not args.greedy:
         raise ValueError("--search replaces the policy's own choice; drop --sampled")
+    if args.track_cryptogs is not None and (not args.search or args.search_mode == "oracle"):
+        raise ValueError("--track-cryptogs sets the honest search's re-draws: give --search N "
+                         "with --search-mode honest or both")  # fmt: skip
     modes = ("honest", "oracle") if args.search_mode == "both" else (args.search_mode,)
     return [
         dict(
