@@ -213,3 +213,9 @@ def test_common_chance_steps_every_child_of_a_node_with_the_nodes_draw(states):
     np.testing.assert_array_equal(np.asarray(kept.chance), np.asarray(chance))
     with pytest.raises(ValueError, match="chance"):
         SearchConfig(chance="fixed")
+
+
+def test_track_cryptogs_must_be_a_bool():
+    assert SearchConfig(track_cryptogs=True).track_cryptogs is True
+    with pytest.raises(ValueError, match="track_cryptogs"):
+        SearchConfig(track_cryptogs="yes")

@@ -29,6 +29,11 @@ snapshots get the same treatment (a snapshot is a past state: its hidden parts a
 too), with the same per-cell question-block draws. The result never depends on a hidden
 field of ``state``: two states that differ only there give the same output for the same key
 (``tests/env/test_hidden.py`` checks this and the distributions).
+
+**The player's cryptog belief** (optional): ``track_cryptogs`` follows, move by move and from
+observed parts only, the cells where unseen cryptogs can be (a cryptog walks one cell a step,
+and every cell on the player's lines is seen); ``resample_hidden(key, state, belief)`` then
+draws the unseen cryptogs inside that belief (``tests/env/test_cryptog_belief.py``).
 """
 
 from __future__ import annotations

@@ -295,7 +295,9 @@ def make_refill_evaluate(
     ``act(params, state, obs, key) -> int32[slots]`` chooses the moves of the games in the
     slots. With ``memory = (start, update)`` the actor remembers what it has seen:
     ``start(states)`` is a fresh episode's memory, ``update(memory, states, actions,
-    next_states)`` follows one step, and ``act`` takes the memory as a fifth argument. Episode ``i`` is ``make_evaluate``'s episode ``i``: the same reset key and, at its
+    next_states)`` follows one step, and ``act`` takes the memory as a fifth argument.
+
+    Episode ``i`` is ``make_evaluate``'s episode ``i``: the same reset key and, at its
     own step ``t``, the same real-game key (step key ``t``, its env half, row ``i``), so the
     games see the same draws whatever the slot count. When an episode ends its slot takes the
     next one; the loop stops when every episode has ended. A search costs its simulations per

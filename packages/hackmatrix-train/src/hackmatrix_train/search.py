@@ -103,7 +103,7 @@ class SearchConfig:
     # (specs/search.md §2: adding it measured worse)
     program_bonus: float = 0.0
     program_bonus_skips_undo: bool = True  # the trainer's --program-terms-skip-undo
-    # honest mode, where a caller follows the game (hm-eval, hm-watch, hm-play): draw the
+    # honest mode, where a caller follows the game (hm-eval, hm-watch): draw the
     # unseen cryptogs among the cells the player's history leaves possible
     # (``hidden.track_cryptogs``), not among every dark cell
     track_cryptogs: bool = False
@@ -146,6 +146,8 @@ def check_search_config(cfg: SearchConfig) -> None:
         raise ValueError(f"selection must be one of {SELECTIONS}, got {cfg.selection!r}")
     if cfg.mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {cfg.mode!r}")
+    if not isinstance(cfg.track_cryptogs, bool):
+        raise ValueError(f"track_cryptogs must be a bool, got {cfg.track_cryptogs!r}")
     if cfg.chance not in CHANCES:
         raise ValueError(f"chance must be one of {CHANCES}, got {cfg.chance!r}")
     if not 0.0 <= cfg.gamma <= 1.0:
