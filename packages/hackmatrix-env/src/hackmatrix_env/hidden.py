@@ -259,14 +259,11 @@ def _spread_square(cells: jax.Array) -> jax.Array:
     return _spread_cols(_spread_rows(cells))
 
 
-def _shown_cells(game, kinds) -> jax.Array:
-    """bool[6,6]: cells where the observation shows an enemy of one of ``kinds`` (first on
-    its cell, interface §3.5.1)."""
+def _shown_enemies(game) -> jax.Array:
+    """bool[E]: enemies the observation shows (first on their cell, interface §3.5.1)."""
     enemies = game.enemies
     hidden = invisible_cryptogs(enemies, game.player.pos, game.show_flag)
-    shown = enemies.alive & (enemies.hp > 0) & ~hidden & ~shadowed_enemies(enemies, hidden)
-    of_kind = jnp.any(enemies.kind[:, None] == jnp.asarray(kinds, enemies.kind.dtype), axis=1)
-    return enemy_occupancy_map(enemies.replace(alive=shown & of_kind))
+    return enemies.alive & (enemies.hp > 0) & ~hidden & ~shadowed_enemies(enemies, hidden)
 
 
 def track_cryptogs(belief: jax.Array, state: EnvState, action: jax.Array, next_state: EnvState):
@@ -281,8 +278,10 @@ def track_cryptogs(belief: jax.Array, state: EnvState, action: jax.Array, next_s
     """
     game, next_game = state.game, next_state.game
     hatched = transmission_map(game.transmissions) & ~transmission_map(next_game.transmissions)
-    sources = belief | _shown_cells(game, (EnemyKind.CRYPTOG,)) | hatched
-    polymorphed = _shown_cells(game, tuple(range(NUM_ENEMY_KINDS)))
+    shown = _shown_enemies(game)
+    cryptogs = shown & (game.enemies.kind == EnemyKind.CRYPTOG)
+    sources = belief | enemy_occupancy_map(game.enemies.replace(alive=cryptogs)) | hatched
+    polymorphed = enemy_occupancy_map(game.enemies.replace(alive=shown))
     polymorphed = jnp.where(action == Action.POLY, polymorphed, False)
     sources = sources | polymorphed
     # PUSH and PULL move an enemy one cell, diagonally too (programs §4.1-4.2), onto blocks

@@ -371,23 +371,16 @@ def make_search_evaluate(
     """``make_refill_evaluate`` with each move chosen by a search (``search.run_search``)."""
     from hackmatrix_train.search import run_search
 
+    def act(params, state, obs, key, belief=None):
+        del obs
+        return run_search(apply_fn, search_cfg, params, key, state, belief).action
+
+    memory = None  # the honest search may follow the player's cryptog belief as its memory
     if search_cfg.mode == "honest" and search_cfg.track_cryptogs:
         from hackmatrix_env.hidden import initial_cryptog_belief, track_cryptogs
 
-        def act_tracking(params, state, obs, key, belief):
-            del obs
-            return run_search(apply_fn, search_cfg, params, key, state, belief).action
-
         memory = (jax.vmap(initial_cryptog_belief), jax.vmap(track_cryptogs))
-        return make_refill_evaluate(
-            env, env_params, act_tracking, num_episodes, max_steps, slots, memory
-        )
-
-    def act(params, state, obs, key):
-        del obs
-        return run_search(apply_fn, search_cfg, params, key, state).action
-
-    return make_refill_evaluate(env, env_params, act, num_episodes, max_steps, slots)
+    return make_refill_evaluate(env, env_params, act, num_episodes, max_steps, slots, memory)
 
 
 def search_summary(
