@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from hackmatrix_train.evaluate import summarize
-from hackmatrix_train.learnbench import CURVE_KEYS, EVAL_KEYS, plot_curves
+from hackmatrix_train.learnbench import CURVE_KEYS, EVAL_KEYS, curve_keys, plot_curves
 
 
 def _rows(with_eval: bool) -> list[dict]:
@@ -28,6 +28,18 @@ def test_plot_curves_writes_png_with_and_without_eval(tmp_path):
         path = tmp_path / f"curve_{with_eval}.png"
         plot_curves(_rows(with_eval), rand, path, "test")
         assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_curve_labels_name_the_trainer_that_made_them():
+    for with_eval in (False, True):
+        rows = _rows(with_eval)
+        ppo_ret, ppo_stage = curve_keys(rows, "ppo")
+        search_ret, search_stage = curve_keys(rows, "search")
+        assert [k for k, _ in ppo_ret] == [k for k, _ in search_ret]  # the same series
+        assert len(ppo_ret) == (3 if with_eval else 1) and len(ppo_stage) == len(ppo_ret)
+        assert all(label.startswith("PPO,") for _, label in ppo_ret + ppo_stage)
+        assert all(label.startswith("search trainer,") for _, label in search_ret + search_stage)
+        assert "the search plays" in search_ret[0][1] and "search" not in ppo_ret[0][1]
 
 
 def test_summary_has_every_eval_key_and_stage_3plus_fraction():

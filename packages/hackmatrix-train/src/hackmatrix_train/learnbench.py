@@ -171,7 +171,8 @@ def write_outputs(summary: dict, rows: list[dict], out: Path, tag: str) -> None:
             w = csv.DictWriter(f, fieldnames=fields, restval="")
             w.writeheader()
             w.writerows(rows)
-        plot_curves(rows, summary.get("random", {}), out / f"learning_curve_{tag}.png", tag)
+        algo = summary["config"].get("algo", "ppo")
+        plot_curves(rows, summary.get("random", {}), out / f"learning_curve_{tag}.png", tag, algo)
     (out / f"summary_{tag}.json").write_text(json.dumps(summary, indent=1))
     cfg = summary["config"]
     text = [
@@ -578,7 +579,26 @@ def main(argv=None) -> int:
     return 0
 
 
-def plot_curves(rows: list[dict], rand: dict, path: Path, title: str) -> None:
+# the trainer's name in the curves' labels, by hm-train's --algo
+ALGO_NAMES = {"ppo": "PPO", "search": "search trainer"}
+
+
+def curve_keys(rows: list[dict], algo: str = "ppo") -> tuple[list, list]:
+    """The (metric key, label) pairs of the return and stage panels: the training episodes,
+    and the evaluations the rows hold. The search trainer's training episodes are the
+    search's play, so their label says so."""
+    name = ALGO_NAMES[algo]
+    training = f"{name}, training episodes" + (" (the search plays)" if algo == "search" else "")
+    ret_keys = [("train/episode_return", training)]
+    stage_keys = [("stats/mean_stage", training)]
+    for kind, prefix in (("sampled", "eval"), ("greedy", "eval_greedy")):
+        if any(r.get(f"{prefix}/return_mean", "") != "" for r in rows):
+            ret_keys.append((f"{prefix}/return_mean", f"{name}, eval (stage 1, {kind})"))
+            stage_keys.append((f"{prefix}/stage_mean", f"{name}, eval (stage 1, {kind})"))
+    return ret_keys, stage_keys
+
+
+def plot_curves(rows: list[dict], rand: dict, path: Path, title: str, algo: str = "ppo") -> None:
     """Return, mean stage and siphon/program fractions vs env steps (mean over seeds, min-max band)."""
     import matplotlib
 
@@ -598,15 +618,7 @@ def plot_curves(rows: list[dict], rand: dict, path: Path, title: str) -> None:
 
     fig, axes = plt.subplots(1, 3, figsize=(15, 4))
     x = np.array(steps) / 1e6
-    has_eval = any(r.get("eval/return_mean", "") != "" for r in rows)
-    ret_keys = [("train/episode_return", "PPO, training episodes")]
-    stage_keys = [("stats/mean_stage", "PPO, training episodes")]
-    if has_eval:
-        ret_keys.append(("eval/return_mean", "PPO, eval (stage 1, sampled)"))
-        stage_keys.append(("eval/stage_mean", "PPO, eval (stage 1, sampled)"))
-    if any(r.get("eval_greedy/return_mean", "") != "" for r in rows):
-        ret_keys.append(("eval_greedy/return_mean", "PPO, eval (stage 1, greedy)"))
-        stage_keys.append(("eval_greedy/stage_mean", "PPO, eval (stage 1, greedy)"))
+    ret_keys, stage_keys = curve_keys(rows, algo)
     panels = [
         (axes[0], ret_keys, "mean episode return", rand.get("return_mean")),
         (axes[1], stage_keys, "mean stage reached", rand.get("stage_mean")),
@@ -635,7 +647,7 @@ def plot_curves(rows: list[dict], rand: dict, path: Path, title: str) -> None:
         ax.set_ylabel(label)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
-    fig.suptitle(f"HackMatrix PPO learning benchmark: {title}")
+    fig.suptitle(f"HackMatrix learning benchmark ({ALGO_NAMES[algo]}): {title}")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
