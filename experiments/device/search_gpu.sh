@@ -13,9 +13,10 @@
 # run's sizes. PYTHON picks the interpreter (default python3, the image's).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-OUT=${OUT:-/tmp/search-gpu-out}
+OUT=${OUT:?set OUT to the folder for the outputs (the device sets it)}
 PYTHON=${PYTHON:-python3}
 mkdir -p "$OUT"
+work=$(mktemp -d)  # the installed wheels and the trainer's checkpoints
 if [ "${SMALL:-0}" = 1 ]; then
     BATCHES=${BATCHES:-64} SIMS=${SIMS:-8} TRAIN_ENVS=${TRAIN_ENVS:-32}
     TRAIN_MINUTES=${TRAIN_MINUTES:-1.5} EVAL_EPISODES=${EVAL_EPISODES:-16}
@@ -31,9 +32,9 @@ TRAIN_ARGS=${TRAIN_ARGS:---lr 1e-4 --search-considered 2 --search-target-value-s
 # packages from their sources.
 if ls .whl/*.whl > /dev/null 2>&1; then
     "$PYTHON" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-        --target /tmp/site .whl/*.whl || exit 1
+        --target "$work/site" .whl/*.whl || exit 1
 fi
-export PYTHONPATH=/tmp/site:packages/hackmatrix-env/src:packages/hackmatrix-train/src:benchmarks
+export PYTHONPATH=$work/site:packages/hackmatrix-env/src:packages/hackmatrix-train/src:benchmarks
 export PYTHONUNBUFFERED=1 WANDB_MODE=disabled
 
 # our console scripts, by their functions (the sources are on PYTHONPATH, not installed)
@@ -58,7 +59,7 @@ done
 timeout $(( ${TRAIN_MINUTES%.*} * 60 + 180 )) "$PYTHON" "${hm_train[@]}" --algo search \
     --init-params policies/default-cpu-42m-s1-vf0125 --num-envs "$TRAIN_ENVS" --num-steps 16 \
     --search-simulations 8 --time-budget "$TRAIN_MINUTES" --final-eval-episodes "$EVAL_EPISODES" \
-    --checkpoint-dir /tmp/search-gpu-ckpt --run-name search-gpu --no-wandb $TRAIN_ARGS \
+    --checkpoint-dir "$work/ckpt" --run-name search-gpu --no-wandb $TRAIN_ARGS \
     2>&1 | tee "$OUT/train.log"
-cp /tmp/search-gpu-ckpt/search-gpu/eval_final.json "$OUT/" 2>/dev/null \
+cp "$work/ckpt/search-gpu/eval_final.json" "$OUT/" 2>/dev/null \
     || echo "search_gpu: no eval_final.json (the run did not finish)" | tee -a "$OUT/train.log"
