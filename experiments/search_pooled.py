@@ -105,7 +105,7 @@ def pooled_policy(k: int):
         prior = jax.nn.softmax(logits)
         completed = jax.vmap(complete)(raw_value, pooled_q, pooled_visits, prior)
         maxvisit = jnp.max(pooled_visits, axis=-1, keepdims=True)
-        completed = (50.0 + maxvisit) * value_scale * completed
+        completed = (50.0 + maxvisit) * value_scale * completed  # 50: mctx's maxvisit_init
         score = seq_halving.score_considered(maxvisit, gumbel, logits, completed, pooled_visits)
         action = action_selection.masked_argmax(score, invalid)
         onehot = jax.nn.one_hot(action, num_actions)
