@@ -64,8 +64,8 @@ def collect_bank(args):
     import jax.numpy as jnp
     import numpy as np
     from hackmatrix_train.config import TrainConfig
-    from hackmatrix_train.loop import make_env
     from hackmatrix_train.search import run_search, search_config_from_train
+    from hackmatrix_train.trainer import make_env
     from hackmatrix_train.watch import load_policy
 
     apply_fn, params, env_params, meta = load_policy(args.policy)
@@ -140,11 +140,11 @@ def bank_restarts(env, bank, prob: float):
 def main(argv=None) -> int:
     args = parse(sys.argv[1:] if argv is None else argv)
     use_cpu_cores()
-    from hackmatrix_train import cli, loop
+    from hackmatrix_train import cli, trainer
 
     bank = collect_bank(args)
-    plain = loop.make_env
-    loop.make_env = lambda cfg: bank_restarts(plain(cfg), bank, args.bank_prob)
+    plain = trainer.make_env
+    trainer.make_env = lambda cfg: bank_restarts(plain(cfg), bank, args.bank_prob)
     return cli.train_main(args.train_args)
 
 

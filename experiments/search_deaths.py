@@ -53,8 +53,8 @@ def play(policy: str, episodes: int, seed: int, simulations: int, mode: str) -> 
     from hackmatrix_env.hidden import resample_hidden
     from hackmatrix_env.transition import step_state
     from hackmatrix_train.config import TrainConfig
-    from hackmatrix_train.loop import make_env
     from hackmatrix_train.search import policy_mask, run_search, search_config_from_train
+    from hackmatrix_train.trainer import make_env
     from hackmatrix_train.watch import load_policy
 
     victory = REWARD_COMPONENTS.index("victory")

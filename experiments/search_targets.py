@@ -68,7 +68,7 @@ def q_shift(out, k: float, margin: float):
 
 
 def make_actor(args):
-    """A ``search_train.search_actor`` replacement that builds the control's target."""
+    """A ``alphazero.search_actor`` replacement that builds the control's target."""
     import jax
     import jax.numpy as jnp
     from hackmatrix_train.search import MASKED_LOGIT, run_search
@@ -106,9 +106,9 @@ def make_actor(args):
 def main(argv=None) -> int:
     args = parse(sys.argv[1:] if argv is None else argv)
     use_cpu_cores()  # before anything starts JAX (loading --start does), as hm-train does
-    from hackmatrix_train import cli, search_train
+    from hackmatrix_train import alphazero, cli
 
-    search_train.search_actor = make_actor(args)
+    alphazero.search_actor = make_actor(args)
     return cli.train_main(args.train_args)
 
 

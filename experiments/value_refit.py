@@ -34,7 +34,7 @@ def parse(argv):
 
 
 def make_loss(layers, base_loss):
-    """``search_train.search_loss`` with the policy term's weight 0 and gradients only into
+    """``alphazero.search_loss`` with the policy term's weight 0 and gradients only into
     ``layers`` (the other parameters enter through ``stop_gradient``)."""
     import jax
 
@@ -55,9 +55,9 @@ def make_loss(layers, base_loss):
 def main(argv=None) -> int:
     args = parse(sys.argv[1:] if argv is None else argv)
     use_cpu_cores()  # before anything starts JAX, as hm-train does
-    from hackmatrix_train import cli, search_train
+    from hackmatrix_train import alphazero, cli
 
-    search_train.search_loss = make_loss(tuple(args.critic_layers), search_train.search_loss)
+    alphazero.search_loss = make_loss(tuple(args.critic_layers), alphazero.search_loss)
     return cli.train_main(args.train_args)
 
 

@@ -8,9 +8,9 @@ import json
 import jax
 import pytest
 from hackmatrix_train import checkpoint as ckpt
-from hackmatrix_train import loop
+from hackmatrix_train import trainer as trainer_module
 from hackmatrix_train.cli import build_parser, config_from_args, evaluate_checkpoint, run
-from hackmatrix_train.loop import make_train
+from hackmatrix_train.trainer import make_train
 from train.recipes import plain_ppo
 from train.train_probes import ProbeParams, ProbeSuite
 from train.trees import assert_trees_equal
@@ -45,7 +45,7 @@ def test_save_load_resume_is_exact(reference, tmp_path):
 def test_cli_interrupt_then_resume_is_exact(reference, tmp_path, monkeypatch):
     _, final = reference
     calls = []
-    real = loop.Trainer.run_chunk
+    real = trainer_module.Trainer.run_chunk
 
     def interrupt_on_third(self, runner, n):
         calls.append(n)
@@ -53,7 +53,7 @@ def test_cli_interrupt_then_resume_is_exact(reference, tmp_path, monkeypatch):
             raise KeyboardInterrupt
         return real(self, runner, n)
 
-    monkeypatch.setattr(loop.Trainer, "run_chunk", interrupt_on_third)
+    monkeypatch.setattr(trainer_module.Trainer, "run_chunk", interrupt_on_third)
     cfg = CFG.replace(checkpoint_dir=str(tmp_path))
     lines = []
     first = run(cfg, env=ENV, env_params=PARAMS, out=lines.append)
@@ -64,7 +64,7 @@ def test_cli_interrupt_then_resume_is_exact(reference, tmp_path, monkeypatch):
 
     calls.clear()
     monkeypatch.setattr(
-        loop.Trainer, "run_chunk", lambda self, r, n: calls.append(n) or real(self, r, n)
+        trainer_module.Trainer, "run_chunk", lambda self, r, n: calls.append(n) or real(self, r, n)
     )
     args = build_parser().parse_args(["--resume", str(run_dir), "--no-wandb"])
     cfg2, explicit = config_from_args(args)
@@ -173,7 +173,7 @@ def test_init_params_warm_starts_with_a_fresh_optimizer(reference, tmp_path):
     cfg, explicit = config_from_args(args)
     cfg = CFG.replace(init_params=cfg.init_params, seed=3, checkpoint_dir=cfg.checkpoint_dir)
     seen = []
-    real = loop.Trainer.run_chunk
+    real = trainer_module.Trainer.run_chunk
 
     def spy(self, runner, n):
         if not seen:
@@ -182,7 +182,7 @@ def test_init_params_warm_starts_with_a_fresh_optimizer(reference, tmp_path):
 
     lines = []
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(loop.Trainer, "run_chunk", spy)
+        mp.setattr(trainer_module.Trainer, "run_chunk", spy)
         summary = run(cfg, explicit, env=ENV, env_params=PARAMS, out=lines.append)
     start = seen[0]
     assert_trees_equal(start.params, final.params)

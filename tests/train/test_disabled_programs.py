@@ -2,7 +2,7 @@
 
 ``DisabledActionsWrapper`` narrows every observation's mask (``restrict_mask``: the disabled
 actions go, unless nothing else is legal) and passes the game through untouched. The trainer
-builds its env with it (``loop.make_env``), so training, the end-of-run evaluation, ``hm-eval``
+builds its env with it (``trainer.make_env``), so training, the end-of-run evaluation, ``hm-eval``
 and ``hm-watch``'s ``Stepper`` all choose from the same narrowed mask.
 """
 
@@ -163,7 +163,7 @@ def test_config_names_programs_and_refuses_unknown_ones():
 
 
 def test_the_trainer_builds_its_env_without_the_disabled_programs():
-    from hackmatrix_train.loop import make_env, make_train
+    from hackmatrix_train.trainer import make_env, make_train
 
     cfg = plain_ppo(num_envs=4, num_steps=4, total_timesteps=16, disabled_programs=("undo",))
     env = make_env(cfg)

@@ -11,7 +11,6 @@ import pytest
 from hackmatrix_env.constants import NUM_ACTIONS, Action
 from hackmatrix_train.cli import build_parser, config_from_args
 from hackmatrix_train.config import validate
-from hackmatrix_train.loop import make_train
 from hackmatrix_train.ppo import (
     entropy_coef,
     explore_floor,
@@ -20,6 +19,7 @@ from hackmatrix_train.ppo import (
     learning_rate,
     make_schedule,
 )
+from hackmatrix_train.trainer import make_train
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays

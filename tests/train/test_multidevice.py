@@ -16,7 +16,7 @@ SCRIPT = textwrap.dedent(
     import json, sys, tempfile
     import jax, numpy as np
     from hackmatrix_train import checkpoint as ckpt
-    from hackmatrix_train.loop import make_train
+    from hackmatrix_train.trainer import make_train
     from train.recipes import plain_ppo
     from train.train_probes import ProbeParams, ProbeSuite
 

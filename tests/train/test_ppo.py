@@ -7,10 +7,10 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
-from hackmatrix_train.loop import make_train
 from hackmatrix_train.network import masked_categorical
 from hackmatrix_train.ppo import compute_gae, ppo_loss, value_loss
 from hackmatrix_train.rollout import Transition, collect_rollout
+from hackmatrix_train.trainer import make_train
 from train.recipes import plain_ppo
 from train.train_probes import (
     ACTION_DEPENDENT,

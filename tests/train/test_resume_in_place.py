@@ -21,7 +21,7 @@ import jax
 import pytest
 from hackmatrix_train import checkpoint as ckpt
 from hackmatrix_train.cli import build_parser, config_from_args, run, wandb_run_id
-from hackmatrix_train.loop import make_train
+from hackmatrix_train.trainer import make_train
 from train.test_checkpoint import CFG as CHECKPOINT_CFG
 from train.train_probes import ProbeParams, ProbeSuite
 from train.trees import assert_trees_equal
@@ -185,7 +185,7 @@ KILL_SCRIPT = textwrap.dedent(
     import json, os, pathlib, signal, sys
     from hackmatrix_train import checkpoint as ckpt
     from hackmatrix_train.config import TrainConfig
-    from hackmatrix_train.loop import make_train
+    from hackmatrix_train.trainer import make_train
     from train.train_probes import ProbeParams, ProbeSuite
 
     src, run_dir, kill_at, cfg = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]

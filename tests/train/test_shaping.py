@@ -17,7 +17,6 @@ from hackmatrix_env import EnvParams, HackMatrix
 from hackmatrix_env.constants import NUM_REWARD_COMPONENTS, Action, Program
 from hackmatrix_train.cli import build_parser, config_from_args
 from hackmatrix_train.config import validate
-from hackmatrix_train.loop import make_train
 from hackmatrix_train.ppo import make_schedule, program_bonus_coef
 from hackmatrix_train.rollout import (
     collect_rollout,
@@ -25,6 +24,7 @@ from hackmatrix_train.rollout import (
     program_potential,
     shaping_term,
 )
+from hackmatrix_train.trainer import make_train
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from train.recipes import plain_ppo

@@ -9,7 +9,7 @@ import pytest
 from hackmatrix_train import cli
 from hackmatrix_train.cli import budget_updates, build_parser, config_from_args, run
 from hackmatrix_train.config import TrainConfig, describe_plan, validate
-from hackmatrix_train.loop import make_train
+from hackmatrix_train.trainer import make_train
 from hypothesis import given
 from hypothesis import strategies as st
 from train.recipes import RECIPES, plain_ppo

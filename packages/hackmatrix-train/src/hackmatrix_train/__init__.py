@@ -5,6 +5,6 @@ a NamedTuple with an ``action_mask``), and the ``hm-train`` / ``hm-eval`` comman
 """
 
 from hackmatrix_train.config import TrainConfig, plan
-from hackmatrix_train.loop import Trainer, make_train
+from hackmatrix_train.trainer import Trainer, make_train
 
 __all__ = ["TrainConfig", "Trainer", "make_train", "plan"]

@@ -33,7 +33,7 @@ def bench_one(
     import jax
 
     from hackmatrix_train.config import TrainConfig, plan
-    from hackmatrix_train.loop import make_train
+    from hackmatrix_train.trainer import make_train
 
     # the batch shape asked for; what is left unset stays the default's, auto-scaled by plan()
     shape = {"update_epochs": update_epochs, "num_minibatches": num_minibatches}

@@ -381,7 +381,7 @@ def run(cfg: TrainConfig, explicit=frozenset(), env=None, env_params=None, out=p
     import jax
 
     from hackmatrix_train.logging import Clock, ProgressCSV, WandbLogger
-    from hackmatrix_train.loop import make_train
+    from hackmatrix_train.trainer import make_train
 
     t_start = time.monotonic()
     place = resume_or_plan(cfg, explicit, jax.devices())
@@ -744,8 +744,8 @@ def final_evaluation(trainer, params, cfg: TrainConfig, run_dir: Path, out=print
     summary["disabled_programs"] = list(cfg.disabled_programs)
     out(format_table(summary, f"final evaluation ({summary['episodes']} greedy episodes)"))
     if cfg.algo == "search":  # the search trainer's policy is evaluated with its search too
+        from hackmatrix_train.alphazero import search_config
         from hackmatrix_train.evaluate import search_summary
-        from hackmatrix_train.search_train import search_config
 
         row = search_summary(
             env, env_params, trainer.network.apply, jax.device_get(params), search_config(cfg),
@@ -1016,7 +1016,7 @@ def evaluate_checkpoint(
         from hackmatrix_env import EnvParams, HackMatrix
         from hackmatrix_env.constants import PROGRAM_NAMES
 
-        from hackmatrix_train.loop import make_env
+        from hackmatrix_train.trainer import make_env
 
         env, program_names = (HackMatrix() if random else make_env(cfg)), PROGRAM_NAMES
         env_params = EnvParams(

@@ -445,7 +445,7 @@ def main(argv=None) -> int:
 
     from hackmatrix_train.config import describe_plan, plan
     from hackmatrix_train.evaluate import evaluate_params, make_evaluate, summarize
-    from hackmatrix_train.loop import make_train
+    from hackmatrix_train.trainer import make_train
 
     cfg = plan(cfg, explicit, jax.device_count(), jax.default_backend())
     trainer = make_train(cfg)
@@ -536,8 +536,8 @@ def main(argv=None) -> int:
             "hardware": hardware,
         }
         if cfg.algo == "search":  # the search trainer is evaluated with its search too
+            from hackmatrix_train.alphazero import search_config
             from hackmatrix_train.evaluate import search_summary
-            from hackmatrix_train.search_train import search_config
 
             res["search"] = search_summary(
                 eval_env, eval_params, trainer.network.apply, params, search_config(cfg),

@@ -325,7 +325,7 @@ def make_update(cfg, apply_fn, env, env_params, axis_name=None):
     Read top to bottom like purejaxrl's ``make_train``: rollout, advantages, epochs of
     minibatches, metrics. ``sched`` (a ``Schedule``) gives the run's length, so the compiled
     update serves any length; the optimizer is built from it too (``make_optimizer``).
-    ``raw_metrics`` are one update's sums, which ``loop.Trainer`` adds up over a chunk.
+    ``raw_metrics`` are one update's sums, which ``trainer.Trainer`` adds up over a chunk.
     """
     skip_undo = cfg.program_terms_skip_undo
     potential = program_potential(cfg.program_potential, skip_undo)

@@ -72,7 +72,7 @@ def _make_algo_update(cfg: TrainConfig, apply_fn, env, env_params, is_hackmatrix
     if cfg.algo != "search":
         return make_update(cfg, apply_fn, env, env_params, axis_name=AXIS)
     # the search acts, the network learns its targets
-    from hackmatrix_train.search_train import make_search_update
+    from hackmatrix_train.alphazero import make_search_update
 
     if not is_hackmatrix:
         raise ValueError("--algo search plans with the HackMatrix game as its model")

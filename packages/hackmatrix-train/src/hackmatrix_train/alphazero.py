@@ -14,7 +14,7 @@ over ``update_epochs`` x ``num_minibatches`` gradient steps:
 
 It is PPO's trainer with another actor and loss: the rollout (``rollout.collect_rollout_with``),
 the data-parallel chunk over devices, checkpoints, resume, the time budget, logging and the
-end-of-run evaluation are the same code (``loop.Trainer``). ``--init-params`` starts it from a
+end-of-run evaluation are the same code (``trainer.Trainer``). ``--init-params`` starts it from a
 PPO checkpoint. PPO's metric names carry the search trainer's figures: ``train/pg_loss`` is the
 policy cross-entropy, ``train/approx_kl`` the KL from the target to the network's policy,
 ``train/clip_frac`` the share of moves where the search played another action than the

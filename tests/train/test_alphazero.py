@@ -17,7 +17,7 @@ from hackmatrix_env import EnvParams
 from hackmatrix_train import checkpoint as ckpt
 from hackmatrix_train import cli
 from hackmatrix_train.evaluate import evaluate_params
-from hackmatrix_train.loop import make_train
+from hackmatrix_train.trainer import make_train
 from train.recipes import plain_ppo
 
 UPDATES, ENVS, STEPS, MAX_STEPS = 20, 16, 8, 40
@@ -103,7 +103,7 @@ def test_a_bad_search_target_is_refused(tmp_path):
 
 def test_the_tree_rewards_carry_the_runs_program_bonus(tmp_path):
     """The value targets carry the bonus, so the tree's rewards must too (same units)."""
-    from hackmatrix_train.search_train import search_config
+    from hackmatrix_train.alphazero import search_config
 
     assert search_config(_cfg(tmp_path, program_bonus=5.0)).program_bonus == 5.0
     assert search_config(_cfg(tmp_path, program_bonus=0.0)).program_bonus == 0.0
@@ -144,7 +144,7 @@ def test_the_overrides_target_learns_only_where_the_search_overruled():
     import jax.numpy as jnp
     import numpy as np
     from hackmatrix_env.constants import NUM_ACTIONS
-    from hackmatrix_train.search_train import search_loss
+    from hackmatrix_train.alphazero import search_loss
 
     k = jax.random.split(jax.random.key(0), 4)
     n = 32
