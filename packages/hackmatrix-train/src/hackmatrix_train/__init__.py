@@ -4,7 +4,16 @@ Public entry points: ``TrainConfig``, ``make_train`` (inject any gymnax env whos
 a NamedTuple with an ``action_mask``), and the ``hm-train`` / ``hm-eval`` commands.
 """
 
-from hackmatrix_train.config import TrainConfig, plan
-from hackmatrix_train.trainer import Trainer, make_train
+import importlib
 
 __all__ = ["TrainConfig", "Trainer", "make_train", "plan"]
+
+# Imported on first use (PEP 562), so `import hackmatrix_train.progress` and the commands' first
+# line do not wait for jax and flax to load.
+_HOMES = {"TrainConfig": "config", "plan": "config", "Trainer": "trainer", "make_train": "trainer"}
+
+
+def __getattr__(name: str):
+    if name in _HOMES:
+        return getattr(importlib.import_module(f"hackmatrix_train.{_HOMES[name]}"), name)
+    raise AttributeError(f"module 'hackmatrix_train' has no attribute {name!r}")
