@@ -30,9 +30,9 @@ import numpy as np
 from hackmatrix_env.constants import FIRST_PROGRAM, Action
 from hackmatrix_train.compile_cache import default_cache_dir, enable
 from hackmatrix_train.config import TrainConfig
+from hackmatrix_train.policy import load_policy
 from hackmatrix_train.search import make_search, search_config_from_train
 from hackmatrix_train.trainer import make_env
-from hackmatrix_train.watch import load_policy
 
 COLLECT_EVERY = 40  # moves between two collected batches
 

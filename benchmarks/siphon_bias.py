@@ -16,8 +16,8 @@ import argparse
 import json
 
 from hackmatrix_env.constants import Action
-from hackmatrix_train.cli import evaluate_checkpoint
 from hackmatrix_train.compile_cache import default_cache_dir, enable
+from hackmatrix_train.policy import evaluate_checkpoint
 
 SIPHON = int(Action.SIPHON)  # the programs follow it (5-27)
 

@@ -53,9 +53,9 @@ def play(policy: str, episodes: int, seed: int, simulations: int, mode: str) -> 
     from hackmatrix_env.hidden import resample_hidden
     from hackmatrix_env.transition import step_state
     from hackmatrix_train.config import TrainConfig
+    from hackmatrix_train.policy import load_policy
     from hackmatrix_train.search import policy_mask, run_search, search_config_from_train
     from hackmatrix_train.trainer import make_env
-    from hackmatrix_train.watch import load_policy
 
     victory = REWARD_COMPONENTS.index("victory")
     apply_fn, params, env_params, meta = load_policy(policy)

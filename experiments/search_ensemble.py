@@ -71,7 +71,7 @@ def main(argv=None) -> int:
     p.add_argument("--json", default=None)
     args = p.parse_args(argv)
     use_cpu_cores()  # before anything starts JAX, as hm-train does
-    from hackmatrix_train.cli import evaluate_checkpoint
+    from hackmatrix_train.policy import evaluate_checkpoint
 
     others = load_members(args.checkpoints)
     search = [dict(num_simulations=n) for n in args.simulations]

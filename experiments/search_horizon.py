@@ -48,9 +48,9 @@ def main(argv=None) -> int:
     import numpy as np
     from hackmatrix_env.constants import REWARD_COMPONENTS
     from hackmatrix_train.config import TrainConfig
+    from hackmatrix_train.policy import load_policy
     from hackmatrix_train.search import run_search, search_config_from_train
     from hackmatrix_train.trainer import make_env
-    from hackmatrix_train.watch import load_policy
 
     victory = REWARD_COMPONENTS.index("victory")
     apply_fn, params, env_params, meta = load_policy(args.policy)

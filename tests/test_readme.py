@@ -98,6 +98,6 @@ def test_uv_run_line(line, tmp_path):
     proc = subprocess.run([uv, "run", *prog, "-h"], cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-2000:]
     if prog[0] == "hm-train":
-        from hackmatrix_train.cli import build_parser, config_from_args
+        from hackmatrix_train.cli.train import build_parser, config_from_args
 
         config_from_args(build_parser().parse_args(args[1:]))

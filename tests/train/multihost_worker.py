@@ -13,21 +13,22 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hackmatrix_train import cli
+from hackmatrix_train import run as run_module
+from hackmatrix_train.cli import train as cli
 
 
 def main(argv: list[str]) -> int:
     results = []
-    real_run = cli.run
+    real_run = run_module.run
 
-    def run(cfg, explicit):  # hm-train's own run on the probe env, after the device set-up
+    def run(cfg, explicit, place=None):  # hm-train's own run on the probe env, after set-up
         from train.train_probes import ProbeParams, ProbeSuite
 
-        results.append(real_run(cfg, explicit, ProbeSuite(), ProbeParams()))
+        results.append(real_run(cfg, explicit, ProbeSuite(), ProbeParams(), place=place))
         return results[-1]
 
-    cli.run = run
-    code = cli.train_main(argv)
+    run_module.run = run
+    code = cli.main(argv)
     import jax
     import numpy as np
 

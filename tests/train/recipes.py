@@ -1,17 +1,18 @@
-"""The recipe files of ``experiments/recipes/`` for tests, and plain PPO for the probe tests."""
+"""The recipes shipped with the trainer (``hackmatrix_train/recipes``) for tests, and plain PPO
+for the probe tests."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from hackmatrix_train.config import TrainConfig
+from hackmatrix_train.recipe import SHIPPED as RECIPES
+from hackmatrix_train.recipe import apply_recipe, load_recipe
 
-from hackmatrix_train.config import TrainConfig, apply_recipe, load_recipe
-
-RECIPES = Path(__file__).resolve().parents[2] / "experiments" / "recipes"
+__all__ = ["RECIPES", "plain_ppo", "recipe"]
 
 
 def recipe(name: str) -> dict:
-    """The fields of ``experiments/recipes/<name>.toml``."""
-    return load_recipe(RECIPES / f"{name}.toml")
+    """The settings of the shipped recipe ``name``."""
+    return load_recipe(name)
 
 
 def plain_ppo(**fields) -> TrainConfig:

@@ -9,7 +9,9 @@ import jax
 import pytest
 from hackmatrix_train import checkpoint as ckpt
 from hackmatrix_train import trainer as trainer_module
-from hackmatrix_train.cli import build_parser, config_from_args, evaluate_checkpoint, run
+from hackmatrix_train.cli.train import build_parser, config_from_args
+from hackmatrix_train.policy import evaluate_checkpoint
+from hackmatrix_train.run import run
 from hackmatrix_train.trainer import make_train
 from train.recipes import plain_ppo
 from train.train_probes import ProbeParams, ProbeSuite

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import pytest
 from hackmatrix_parity import cli as parity_cli
-from hackmatrix_train import cli, play, watch
+from hackmatrix_train.cli import evaluate, play, train, watch
 
 MAINS = {
-    "hm-train": cli.train_main,
-    "hm-eval": cli.eval_main,
+    "hm-train": train.main,
+    "hm-eval": evaluate.main,
     "hm-watch": watch.main,
     "hm-play": play.main,
     "hm-parity": parity_cli.main,
@@ -40,17 +40,22 @@ CASES = [
     ("hm-train", "--total-timesteps 1e3.5", "not a count"),
     ("hm-train", "--total-timesteps 10 --time-budget 5", "not allowed with argument"),
     ("hm-train", "--bogus", "unrecognized arguments: --bogus"),
+    ("hm-train", "--search-depth 0", "--search-depth: max_depth must be"),
     # hm-eval
     ("hm-eval", "nowhere", "no such file or directory: nowhere"),
-    ("hm-eval", "", "the following arguments are required: checkpoint"),
+    ("hm-eval", "--random --greedy", "--greedy chooses the checkpoint's actions"),
     ("hm-eval", "{tmp} --greedy --sampled", "not allowed with argument"),
     ("hm-eval", "{tmp} --episodes 0", "--episodes must be >= 1"),
     ("hm-eval", "{tmp} --random --sampled", "--sampled chooses the checkpoint's actions"),
     ("hm-eval", "{tmp} --start-stage 9", "--start-stage must be in 1..8"),
     ("hm-eval", "{tmp} --max-steps-in-episode 0", "--max-steps-in-episode must be >= 1"),
     ("hm-eval", "{tmp}", "no checkpoint in"),
-    ("hm-eval", "{tmp} --track-cryptogs", "--track-cryptogs sets the honest search"),
-    ("hm-eval", "{tmp} --search 8 --search-mode oracle --track-cryptogs", "--search-mode honest"),
+    ("hm-eval", "{tmp} --search-track-cryptogs", "--search-track-cryptogs sets the honest"),
+    (
+        "hm-eval",
+        "{tmp} --search 8 --search-mode oracle --search-track-cryptogs",
+        "--search-mode honest",
+    ),
     # hm-watch
     ("hm-watch", "nowhere", "no such file or directory: nowhere"),
     ("hm-watch", "--actions nowhere.json", "no such file or directory: nowhere.json"),
@@ -58,7 +63,7 @@ CASES = [
     ("hm-watch", "--random --actions {log}", "--random has nothing to play"),
     ("hm-watch", "--random --sampled", "--sampled chooses the checkpoint's actions"),
     ("hm-watch", "--greedy --sampled", "not allowed with argument"),
-    ("hm-watch", "", "give a checkpoint, --random or --actions FILE"),
+    ("hm-watch", "--search-mode oracle", "give --search N"),
     ("hm-watch", "--random --episodes 0", "--episodes must be >= 1"),
     ("hm-watch", "--random --start-stage 0", "--start-stage must be in 1..8"),
     ("hm-watch", "--random --gif g.gif --gif-episode 4", "--gif-episode must be in 0..3"),
@@ -110,4 +115,4 @@ def test_help_tells_the_truth_about_defaults(capsys):
     text = " ".join(capsys.readouterr().out.split())
     assert "(default: True)" not in text  # --greedy/--sampled: one of them is the default
     assert "play the most likely action (the default)" in text
-    assert "sample actions from the policy --seed" in text  # no default shown for --sampled
+    assert "sample actions from the policy --actions" in text  # no default shown for --sampled

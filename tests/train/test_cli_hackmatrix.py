@@ -8,7 +8,8 @@ import math
 import pytest
 from hackmatrix_env.constants import PROGRAM_NAMES, REWARD_COMPONENTS
 from hackmatrix_train.checkpoint import list_checkpoints
-from hackmatrix_train.cli import build_parser, config_from_args, run
+from hackmatrix_train.cli.train import build_parser, config_from_args
+from hackmatrix_train.run import run
 
 
 def _copy_run(run_dir, dest, **config):
@@ -56,7 +57,7 @@ def test_hm_train_tiny_on_hackmatrix(tmp_path):
     # finished run (hm-bench learn --from-runs) is exactly hm-train's own end-of-run evaluation
     meta = json.loads((run_dir / "params.json").read_text())
     assert meta["train_seconds"] == pytest.approx(result["train_seconds"])
-    from hackmatrix_train.learnbench import from_runs, read_curves
+    from hackmatrix_bench.learn import from_runs, read_curves
 
     summary = from_runs([str(run_dir)], tmp_path / "bench", "tiny", None, "cmd")
     assert summary["final"][0]["greedy"] == final
@@ -75,7 +76,7 @@ def test_hm_train_tiny_on_hackmatrix(tmp_path):
     assert (tmp_path / "bench" / "learning_curve_tiny.png").stat().st_size > 0
     # a run saved without its own evaluation (--final-eval-episodes 0) gets the protocol's
     # episode count, here shrunk to this run's 6: the same evaluation as hm-train's own
-    import hackmatrix_train.learnbench as learnbench
+    import hackmatrix_bench.learn as learnbench
 
     skipped = _copy_run(run_dir, tmp_path / "skipped", final_eval_episodes=0)
     with pytest.MonkeyPatch.context() as mp:

@@ -12,7 +12,8 @@ from pathlib import Path
 import jax
 import pytest
 from hackmatrix_train import compile_cache
-from hackmatrix_train.cli import build_eval_parser, build_parser, config_from_args
+from hackmatrix_train.cli.evaluate import build_parser as build_eval_parser
+from hackmatrix_train.cli.train import build_parser, config_from_args
 
 
 def test_default_dir_follows_the_variable_then_xdg(monkeypatch, tmp_path):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 import pytest
-from hackmatrix_train.cli import build_parser, config_from_args, parse_count
+from hackmatrix_train.cli.train import build_parser, config_from_args, parse_count
 from hackmatrix_train.config import (
     MIN_EPOCHS,
     REMOVED_FIELDS,
@@ -245,7 +245,7 @@ def test_hm_train_no_longer_takes_the_curriculum_flags(flag, capsys):
 
 
 def test_hm_train_defaults_are_the_field_defaults_and_reference_is_plain_ppo():
-    from hackmatrix_train.cli import build_parser, config_from_args
+    from hackmatrix_train.cli.train import build_parser, config_from_args
 
     cfg, explicit = config_from_args(build_parser().parse_args([]))
     assert explicit == frozenset()
@@ -262,7 +262,7 @@ def test_hm_train_defaults_are_the_field_defaults_and_reference_is_plain_ppo():
 
 
 def test_explicit_flags_override_the_recipe():
-    from hackmatrix_train.cli import build_parser, config_from_args
+    from hackmatrix_train.cli.train import build_parser, config_from_args
 
     args = build_parser().parse_args(["--network", "mlp", "--ent-coef", "0.05"])
     cfg, explicit = config_from_args(args)
@@ -282,7 +282,8 @@ def test_explicit_flags_override_the_recipe():
 
 
 def test_the_depth_and_programs_recipes_are_the_default_without_program_terms_nor_annealed_rate():
-    from hackmatrix_train.cli import build_parser, config_from_args, default_run_name
+    from hackmatrix_train.cli.train import build_parser, config_from_args
+    from hackmatrix_train.run import default_run_name
 
     default, _ = config_from_args(build_parser().parse_args([]))
     depth_argv = ["--recipe", str(RECIPES / "depth.toml")]
@@ -320,7 +321,7 @@ def test_the_default_recipe_is_the_measured_flag_set():
     with a bonus of 5, the floor from the first update, UNDO out of the mask, a learning
     rate of 1e-3 annealed to 0, a quarter of the value weight and a time budget of 50 min."""
     from hackmatrix_env.constants import FIRST_PROGRAM, PROGRAM_NAMES
-    from hackmatrix_train.cli import build_parser, config_from_args
+    from hackmatrix_train.cli.train import build_parser, config_from_args
     from hackmatrix_train.config import disabled_actions
 
     measured_flags = [
@@ -362,22 +363,44 @@ def test_the_default_recipe_is_the_measured_flag_set():
      ("lr = ", "cannot read recipe"), ("num_envs = 1.5", "num_envs = 1.5"), ("seed = 'none'", "seed = 'none'")],
 )  # fmt: skip
 def test_a_bad_recipe_is_a_clear_error(tmp_path, text, error):
-    from hackmatrix_train.config import load_recipe
+    from hackmatrix_train.recipe import load_recipe
 
     path = tmp_path / "bad.toml"
     path.write_text(text + "\n")
     with pytest.raises(ValueError, match=error):
         load_recipe(path)
-    with pytest.raises(SystemExit, match=error):
+    with pytest.raises(ValueError, match=error):
         config_from_args(build_parser().parse_args(["--recipe", str(path)]))
-    with pytest.raises(SystemExit, match="cannot read recipe"):
+    with pytest.raises(ValueError, match="cannot read recipe"):
         config_from_args(build_parser().parse_args(["--recipe", str(tmp_path / "missing.toml")]))
 
 
 def test_every_recipe_file_loads_and_validates():
-    for path in sorted(RECIPES.glob("*.toml")):
-        cfg, _ = config_from_args(build_parser().parse_args(["--recipe", str(path)]))
+    paths = sorted(RECIPES.glob("*.toml"))
+    assert {p.stem for p in paths} >= {"depth", "programs", "reference"}
+    for path in paths:
+        cfg, _ = config_from_args(build_parser().parse_args(["--recipe", path.stem]))
+        assert cfg != TrainConfig()
         validate(cfg)
+
+
+def test_a_config_saved_with_flat_search_keys_loads_into_search():
+    """Configs saved before ``search`` was nested carry ``search_*`` keys: they load into it,
+    and a saved config round-trips."""
+    saved = plain_ppo(seed=4).to_dict()
+    del saved["search"]
+    saved.update(search_simulations=32, search_mode="oracle", search_depth=None,
+                 search_gumbel_scale=0.5, search_considered=4, search_target_value_scale=0.02)  # fmt: skip
+    cfg = TrainConfig.from_dict(saved)
+    s = cfg.search
+    assert (s.num_simulations, s.mode, s.gumbel_scale, s.max_num_considered_actions) == (
+        32, "oracle", 0.5, 4,
+    )  # fmt: skip
+    assert s.target_value_scale == 0.02 and cfg.setting("search_mode") == "oracle"
+    assert TrainConfig.from_dict(cfg.to_dict()) == cfg
+    assert "gamma" not in cfg.to_dict()["search"]  # the run's units are not search settings
+    with pytest.raises(ValueError, match="search-depth: max_depth"):
+        cfg.replace(search_depth=0)
 
 
 def test_a_saved_config_lacking_a_field_loads_as_the_run_it_was():
@@ -394,7 +417,7 @@ def test_a_saved_config_lacking_a_field_loads_as_the_run_it_was():
     [(256, 4, 2, 2), (256, 4, 3, 2), (256, 4, 1, 1), (8, 2, 16, 8), (6, 4, 4, 3)],
 )
 def test_cpu_device_count_splits_envs_and_minibatches_evenly(envs, minibatches, cores, want):
-    from hackmatrix_train.cli import cpu_device_count
+    from hackmatrix_train.distributed import cpu_device_count
 
     cfg = plain_ppo(num_envs=envs, num_steps=4, num_minibatches=minibatches)
     n = cpu_device_count(cfg, cores)
@@ -403,7 +426,7 @@ def test_cpu_device_count_splits_envs_and_minibatches_evenly(envs, minibatches, 
 
 
 def test_bench_drops_its_own_flags_before_running_each_device_count():
-    from hackmatrix_train.bench import without_flags
+    from hackmatrix_bench.train import without_flags
 
     argv = [
         "--num-envs",
@@ -423,7 +446,7 @@ def test_bench_drops_its_own_flags_before_running_each_device_count():
 
 
 def test_the_default_run_directory_names_the_algorithm_network_batch_and_seed():
-    from hackmatrix_train.cli import default_run_name
+    from hackmatrix_train.run import default_run_name
 
     base = TrainConfig()
     assert default_run_name(base) == f"ppo-grid-{base.num_envs}x{base.num_steps}-s0"

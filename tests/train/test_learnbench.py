@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hackmatrix_bench.learn import ALGO_NAMES, CURVE_KEYS, EVAL_KEYS, curve_keys, plot_curves
 from hackmatrix_train.config import ALGORITHMS
 from hackmatrix_train.evaluate import summarize
-from hackmatrix_train.learnbench import ALGO_NAMES, CURVE_KEYS, EVAL_KEYS, curve_keys, plot_curves
 
 
 def _rows(with_eval: bool) -> list[dict]:
@@ -79,7 +79,7 @@ def _summary(seed: int, ret: float, **config) -> dict:
 def test_combine_merges_seeds_into_one_table(tmp_path):
     import json
 
-    from hackmatrix_train.learnbench import combine
+    from hackmatrix_bench.learn import combine
 
     paths = []
     for seed, ret in ((0, 8.0), (1, 10.0)):
@@ -109,7 +109,7 @@ def test_combine_merges_seeds_into_one_table(tmp_path):
 def test_combine_refuses_other_configs_and_repeated_seeds(tmp_path):
     import json
 
-    from hackmatrix_train.learnbench import combine
+    from hackmatrix_bench.learn import combine
 
     a, b, c = tmp_path / "a.json", tmp_path / "b.json", tmp_path / "c.json"
     a.write_text(json.dumps(_summary(0, 1.0)))
@@ -124,7 +124,7 @@ def test_combine_refuses_other_configs_and_repeated_seeds(tmp_path):
 def test_combine_ignores_bookkeeping_fields_only(tmp_path):
     import json
 
-    from hackmatrix_train.learnbench import BOOKKEEPING_FIELDS, combine
+    from hackmatrix_bench.learn import BOOKKEEPING_FIELDS, combine
 
     a, b = tmp_path / "a.json", tmp_path / "b.json"
     a.write_text(json.dumps(_summary(0, 1.0, run_name="x", checkpoint_dir="/a", log_interval=10)))
@@ -142,8 +142,8 @@ def test_combine_ignores_bookkeeping_fields_only(tmp_path):
 def test_combine_reads_a_field_missing_from_an_older_config_as_its_default(tmp_path):
     import json
 
+    from hackmatrix_bench.learn import combine
     from hackmatrix_train.config import TrainConfig
-    from hackmatrix_train.learnbench import combine
 
     old, same, other = tmp_path / "old.json", tmp_path / "same.json", tmp_path / "other.json"
     old.write_text(json.dumps(_summary(0, 1.0)))  # saved before explore_floor_ramp existed
@@ -156,7 +156,7 @@ def test_combine_reads_a_field_missing_from_an_older_config_as_its_default(tmp_p
 
 
 def test_from_runs_refuses_missing_runs_with_a_clear_error(tmp_path, capsys):
-    from hackmatrix_train.learnbench import main
+    from hackmatrix_bench.learn import main
 
     with pytest.raises(SystemExit) as e:
         main(["--from-runs", str(tmp_path / "nope"), "--out", str(tmp_path)])
@@ -169,7 +169,7 @@ def test_combine_takes_budgeted_seeds_of_other_lengths_as_one_config(tmp_path):
     ``total_timesteps`` is then no learning field, and each seed's steps reach the table."""
     import json
 
-    from hackmatrix_train.learnbench import combine
+    from hackmatrix_bench.learn import combine
 
     paths = []
     for seed, steps in ((0, 52_690_944), (1, 51_798_016)):
@@ -195,7 +195,7 @@ def test_combine_takes_budgeted_seeds_of_other_lengths_as_one_config(tmp_path):
 def test_runs_of_other_explicit_lengths_are_one_config_only_when_asked(monkeypatch, tmp_path):
     """Fixed-length runs of other lengths are other configs, unless ``--lengths-may-differ``
     says each was given its own length; every other learning field must still agree."""
-    from hackmatrix_train import learnbench
+    from hackmatrix_bench import learn as learnbench
 
     short, long = (_summary(s, 1.0, total_timesteps=n)["config"] for s, n in ((0, 10), (1, 20)))
     with pytest.raises(ValueError, match="differ in \\['total_timesteps'\\]"):
@@ -214,7 +214,7 @@ def test_runs_of_other_explicit_lengths_are_one_config_only_when_asked(monkeypat
 def test_the_table_gives_one_length_for_equal_seeds(tmp_path):
     import json
 
-    from hackmatrix_train.learnbench import combine
+    from hackmatrix_bench.learn import combine
 
     paths = []
     for seed in (0, 1):
@@ -234,11 +234,11 @@ def test_the_benchmark_trains_each_seed_for_its_own_budgeted_length(tmp_path, mo
     length, and writes the outputs and checkpoints that ``--from-runs`` reads back."""
     import json
 
-    from hackmatrix_train import cli
-    from hackmatrix_train.learnbench import from_runs, main, read_curves
+    from hackmatrix_bench.learn import from_runs, main, read_curves
+    from hackmatrix_train import run as run_module
 
     planned = iter([1, 2])
-    monkeypatch.setattr(cli, "budget_updates", lambda *_: next(planned))
+    monkeypatch.setattr(run_module, "budget_updates", lambda *_: next(planned))
     out, ckpts = tmp_path / "results", tmp_path / "ckpt"
     argv = (
         f"--seeds 0 1 --out {out} --tag tiny --save-checkpoints {ckpts} --time-budget 5 "
@@ -271,7 +271,7 @@ def test_the_benchmark_trains_each_seed_for_its_own_budgeted_length(tmp_path, mo
 
 def test_a_search_run_gets_its_search_table_and_aggregate(tmp_path):
     """A search trainer's seeds carry a ``search`` evaluation: aggregated and tabled apart."""
-    from hackmatrix_train.learnbench import aggregate, write_outputs
+    from hackmatrix_bench.learn import aggregate, write_outputs
 
     summary = _summary(0, 8.0, algo="search")
     final = summary["final"][0]

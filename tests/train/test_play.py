@@ -18,7 +18,7 @@ import time
 
 import pytest
 from builders import scenario
-from hackmatrix_train import play
+from hackmatrix_train.cli import play as play_cli
 
 FIRST_SCREEN_TIMEOUT = 240  # seconds: the env step may compile first
 
@@ -38,7 +38,7 @@ class Terminal:
         self.thread.start()
 
     def _main(self, argv):
-        self.status = play.main(argv)
+        self.status = play_cli.main(argv)
         with contextlib.suppress(OSError):  # the master may have hung up
             self.slave_out.flush()
 
@@ -149,7 +149,7 @@ def test_bad_arguments_get_a_message(argv, message, tmp_path, capsys):
     garbled = tmp_path / "garbled.json"
     garbled.write_text("{not json")
     try:  # argparse's own refusals (a missing path) exit; the tool's own return the status
-        status = play.main([a.format(garbled=garbled) for a in argv])
+        status = play_cli.main([a.format(garbled=garbled) for a in argv])
     except SystemExit as e:
         status = e.code
     err = capsys.readouterr().err

@@ -15,6 +15,7 @@ import pytest
 from builders import scenario
 from hackmatrix_env.viewer import ACTION_NAMES
 from hackmatrix_train import play
+from hackmatrix_train.cli import play as play_cli
 from train.test_play import FIRST_SCREEN_TIMEOUT, Terminal
 from train.tiny_policy import write_tiny_policy
 
@@ -72,7 +73,7 @@ def test_a_hint_lists_the_legal_actions_with_visits_and_q(policy, board):
 
 def test_the_hint_key_in_a_terminal(policy, board, monkeypatch):
     term = Terminal(["--scenario", str(board), "--hint", "--hint-policy", str(policy),
-                     "--hint-sims", str(SIMS), "--max-steps", str(MAX_STEPS),
+                     "--search-simulations", str(SIMS), "--max-steps", str(MAX_STEPS),
                      "--no-compile-cache"], monkeypatch)  # fmt: skip
     screen = term.read_until("legal:", FIRST_SCREEN_TIMEOUT)
     legal = legal_names(screen)
@@ -111,10 +112,10 @@ def test_without_hint_the_key_says_how_to_get_one(board, monkeypatch):
     ],
 )
 def test_bad_hint_arguments_get_a_message(argv, message, capsys):
-    assert play.main(argv) == 2
+    assert play_cli.main(argv) == 2
     assert message in capsys.readouterr().err
 
 
 def test_hint_sims_below_one_gets_a_message(policy, capsys):
-    assert play.main(["--hint", "--hint-policy", str(policy), "--hint-sims", "0"]) == 2
-    assert "--hint-sims must be >= 1" in capsys.readouterr().err
+    assert play_cli.main(["--hint", "--hint-policy", str(policy), "--search-simulations", "0"]) == 2
+    assert "--search-simulations must be >= 1" in capsys.readouterr().err

@@ -20,7 +20,8 @@ from pathlib import Path
 import jax
 import pytest
 from hackmatrix_train import checkpoint as ckpt
-from hackmatrix_train.cli import build_parser, config_from_args, run, wandb_run_id
+from hackmatrix_train.cli.train import build_parser, config_from_args
+from hackmatrix_train.run import run, wandb_run_id
 from hackmatrix_train.trainer import make_train
 from train.test_checkpoint import CFG as CHECKPOINT_CFG
 from train.train_probes import ProbeParams, ProbeSuite

@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
-from hackmatrix_train.cli import evaluate_checkpoint
 from hackmatrix_train.config import RUN_BOOKKEEPING, TrainConfig
+from hackmatrix_train.policy import evaluate_checkpoint
 
 POLICIES = Path(__file__).resolve().parents[2] / "policies"
 DEFAULT_POLICY = POLICIES / "default-cpu-42m-s1-vf0125"  # the default recipe on the 2-core CPU

@@ -6,9 +6,10 @@ import json
 
 import jax
 import pytest
-from hackmatrix_train import cli
-from hackmatrix_train.cli import budget_updates, build_parser, config_from_args, run
+from hackmatrix_train import run as run_module
+from hackmatrix_train.cli.train import build_parser, config_from_args
 from hackmatrix_train.config import TrainConfig, describe_plan, validate
+from hackmatrix_train.run import budget_updates, run
 from hackmatrix_train.trainer import make_train
 from hypothesis import given
 from hypothesis import strategies as st
@@ -63,7 +64,7 @@ def test_a_budgeted_run_equals_the_fixed_run_of_its_planned_length(tmp_path, mon
         planned.append((budget_s, elapsed_s, sps, batch))
         return 5
 
-    monkeypatch.setattr(cli, "budget_updates", fake_budget)
+    monkeypatch.setattr(run_module, "budget_updates", fake_budget)
     lines = []
     cfg = CFG.replace(time_budget=2.0, checkpoint_dir=str(tmp_path / "a"))
     budgeted = run(cfg, env=ENV, env_params=PARAMS, out=lines.append)
@@ -82,11 +83,13 @@ def test_a_budgeted_run_equals_the_fixed_run_of_its_planned_length(tmp_path, mon
 
 
 def test_a_resumed_budgeted_run_keeps_its_planned_length(tmp_path, monkeypatch):
-    monkeypatch.setattr(cli, "budget_updates", lambda *a: 4)
+    monkeypatch.setattr(run_module, "budget_updates", lambda *a: 4)
     cfg = CFG.replace(time_budget=1.0, checkpoint_dir=str(tmp_path), save_interval=2)
     first = run(cfg, env=ENV, env_params=PARAMS, out=lambda _: None)
     run_dir = first["run_dir"]
-    monkeypatch.setattr(cli, "budget_updates", lambda *a: pytest.fail("re-planned on resume"))
+    monkeypatch.setattr(
+        run_module, "budget_updates", lambda *a: pytest.fail("re-planned on resume")
+    )
     args = build_parser().parse_args(["--resume", run_dir, "--rewind", "2", "--no-wandb"])
     again, explicit = config_from_args(args)
     second = run(again, explicit, env=ENV, env_params=PARAMS, out=lambda _: None)
@@ -106,7 +109,7 @@ def test_the_annealed_rate_is_optax_linear_schedule_with_the_length_as_data(trac
     whether the length is a Python int or a traced int32 (the compiled chunk's case)."""
     import jax.numpy as jnp
     import optax
-    from hackmatrix_train.ppo import make_optimizer
+    from hackmatrix_train.schedules import make_optimizer
 
     cfg = CFG.replace(anneal_lr=True, lr=1e-3)  # 3 updates x 2 epochs x 2 minibatches
     reference = optax.chain(
@@ -138,7 +141,7 @@ def test_a_budgeted_run_with_lr_annealing_equals_the_fixed_run_of_its_planned_le
     tmp_path, monkeypatch
 ):
     """The learning rate anneals over the length the budget plans, as every other schedule."""
-    monkeypatch.setattr(cli, "budget_updates", lambda *a: 5)
+    monkeypatch.setattr(run_module, "budget_updates", lambda *a: 5)
     cfg = CFG.replace(anneal_lr=True, time_budget=2.0, checkpoint_dir=str(tmp_path / "a"))
     budgeted = run(cfg, env=ENV, env_params=PARAMS, out=lambda _: None)
     fixed = run(

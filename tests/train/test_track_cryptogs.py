@@ -16,7 +16,7 @@ from hackmatrix_env import EnvParams, HackMatrix
 from hackmatrix_env.hidden import invisible_cryptogs
 from hackmatrix_train import episodes as E
 from hackmatrix_train.evaluate import make_search_evaluate
-from hackmatrix_train.watch import disabled_of, load_policy, search_config
+from hackmatrix_train.policy import load_policy, search_config
 from train.tiny_policy import write_tiny_policy
 
 SEED, EPISODES, MAX_STEPS, SIMS, STAGE = 5, 4, 30, 4, 6
@@ -25,15 +25,15 @@ SEED, EPISODES, MAX_STEPS, SIMS, STAGE = 5, 4, 30, 4, 6
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
     path = write_tiny_policy(tmp_path_factory.mktemp("policy") / "run", MAX_STEPS)
-    apply_fn, params, _, meta = load_policy(path, max_steps=MAX_STEPS)
+    policy = load_policy(path, max_steps=MAX_STEPS)
     env_params = EnvParams(max_steps_in_episode=MAX_STEPS, start_stage=STAGE)
-    return apply_fn, params, env_params, meta
+    return policy.apply_fn, policy.params, env_params, policy
 
 
 def _recorded(setup, track: bool):
     apply_fn, params, env_params, meta = setup
-    cfg = search_config(meta, env_params, SIMS, "honest", track_cryptogs=track)
-    stepper = E.Stepper(env_params, apply_fn, True, disabled_of(meta), cfg)
+    cfg = search_config(meta, num_simulations=SIMS, mode="honest", track_cryptogs=track)
+    stepper = E.Stepper(env_params, apply_fn, True, meta.disabled, cfg)
     return E.play(stepper, params, SEED, EPISODES, keep_states=True)
 
 
@@ -44,7 +44,7 @@ def tracked(setup):
 
 def test_stepper_plays_the_tracked_evaluations_episodes(setup, tracked):
     apply_fn, params, env_params, meta = setup
-    cfg = search_config(meta, env_params, SIMS, "honest", track_cryptogs=True)
+    cfg = search_config(meta, num_simulations=SIMS, mode="honest", track_cryptogs=True)
     run = make_search_evaluate(HackMatrix(), env_params, apply_fn, cfg, EPISODES, MAX_STEPS)
     acc = jax.device_get(run(params, jax.random.key(SEED)))
     for i, ep in enumerate(tracked):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from hackmatrix_train.bench import main
+from hackmatrix_bench.train import main
 
 
 def test_bench_reports_each_minibatch_count_it_was_asked_for(tmp_path, capsys):

@@ -20,11 +20,11 @@ from hackmatrix_env.constants import ENEMY_NAMES, REWARD_COMPONENTS, BlockKind, 
 from hackmatrix_env.viewer import ACTION_NAMES
 from hackmatrix_train import checkpoint as ckpt
 from hackmatrix_train import episodes as E
-from hackmatrix_train.cli import eval_main
+from hackmatrix_train.cli.evaluate import main as eval_main
+from hackmatrix_train.cli.watch import main as watch_main
 from hackmatrix_train.config import TrainConfig
 from hackmatrix_train.network import make_network
 from hackmatrix_train.replay_html import write_html
-from hackmatrix_train.watch import main as watch_main
 from train.browser import chromium_or_skip, console_errors
 from train.recipes import plain_ppo
 

@@ -15,8 +15,8 @@ import pytest
 from hackmatrix_env import HackMatrix
 from hackmatrix_env.constants import Action
 from hackmatrix_train import episodes as E
+from hackmatrix_train.cli.watch import main as watch_main
 from hackmatrix_train.replay_html import write_html
-from hackmatrix_train.watch import main as watch_main
 from train.browser import chromium_or_skip, console_errors
 from train.tiny_policy import write_tiny_policy
 
@@ -114,12 +114,13 @@ def test_the_action_log_replays_the_searched_trajectory(searched, tmp_path):
 def test_hm_watch_search_plays_what_search_evaluation_scores(policy, searched):
     """Differential: ``make_search_evaluate`` (hm-eval's search) plays the same episode."""
     from hackmatrix_train.evaluate import make_search_evaluate
-    from hackmatrix_train.watch import load_policy, search_config
+    from hackmatrix_train.policy import load_policy, search_config
 
     data, _, _ = searched
     (episode,) = data["episodes"]
-    apply_fn, params, env_params, meta = load_policy(policy, max_steps=MAX_STEPS)
-    cfg = search_config(meta, env_params, SIMS, "honest")
+    loaded = load_policy(policy, max_steps=MAX_STEPS)
+    apply_fn, params, env_params, _ = loaded
+    cfg = search_config(loaded, num_simulations=SIMS, mode="honest")
     run = make_search_evaluate(HackMatrix(), env_params, apply_fn, cfg, 1, MAX_STEPS)
     acc = jax.device_get(run(params, jax.random.key(SEED)))
     assert int(acc["length"][0]) == episode["summary"]["length"]
@@ -131,7 +132,7 @@ def test_hm_watch_search_plays_what_search_evaluation_scores(policy, searched):
 def test_hm_eval_replay_shows_the_search_rows_episodes(policy, searched, tmp_path):
     """``hm-eval --search 4 --replay``: the page shows the search row's episode (the one the
     summary scores), which is hm-watch --search's with the same seed."""
-    from hackmatrix_train.cli import eval_main
+    from hackmatrix_train.cli.evaluate import main as eval_main
 
     data, _, _ = searched
     out, summary = tmp_path / "eval.html", tmp_path / "eval.json"

@@ -1,8 +1,10 @@
 """Training configuration: a frozen dataclass whose defaults are the default recipe, plus ``plan``.
 
 ``TrainConfig()`` is what ``uv run hm-train`` trains (specs/train.md §10 says why each value).
-Every other recipe is a TOML file of its differences from these defaults
-(``experiments/recipes/*.toml``, ``hm-train --recipe FILE``; ``load_recipe``, ``apply_recipe``).
+Every other recipe is a TOML file of its differences from these defaults (``recipe.py``).
+The search's settings are one ``search.SearchConfig`` nested in it (``TrainConfig.search``), with
+the same flag names in every command (``SEARCH_FLAGS``); ``search.search_config_from_train``
+fills in the run's units.
 
 ``plan`` is pure: it turns a user config (and the set of flags given explicitly) into the config
 actually trained, with the auto-scaling of minibatches/epochs for large batches (specs/train.md §5).
@@ -12,14 +14,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import tomllib
-import types
-import typing
 import warnings
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from hackmatrix_env.constants import FIRST_PROGRAM, HISTORY_DEPTH, PROGRAM_NAMES
+
+from hackmatrix_train.search import SearchConfig
 
 # --auto-tune's envs per device (the measured speeds that chose them: specs/train.md §5, §10)
 AUTO_TUNE_ENVS = {"cpu": 256, "accelerator": 16384}
@@ -28,7 +28,7 @@ MIN_EPOCHS = 2  # auto-scaling never lowers update_epochs below this
 NETWORKS = ("mlp", "grid")
 
 # Fields that name, log or checkpoint a run and change nothing it learns: --resume may change
-# them (cli.RESUME_MUTABLE), and runs that differ only in these, their names and their seeds are
+# them (run.RESUME_MUTABLE), and runs that differ only in these, their names and their seeds are
 # runs of one config (learnbench.BOOKKEEPING_FIELDS).
 RUN_BOOKKEEPING = frozenset({
     "log_interval", "no_wandb", "project", "entity", "save_interval", "save_interval_minutes",
@@ -74,6 +74,30 @@ SAVED_DEFAULTS: dict[str, object] = {
 
 ALGORITHMS = ("ppo", "search")
 SEARCH_TARGETS = ("improved", "raw", "overrides", "action")
+
+# The search's flags, the same in every command, and the ``SearchConfig`` field each sets
+# (``hm-eval`` and ``hm-watch`` take the simulations as ``--search N``). A saved config or a
+# recipe may give them as flat keys (configs saved before the nesting did): ``nest_search``.
+SEARCH_FLAGS = {
+    "search_simulations": "num_simulations",
+    "search_mode": "mode",
+    "search_depth": "max_depth",
+    "search_gumbel_scale": "gumbel_scale",
+    "search_considered": "max_num_considered_actions",
+    "search_value_scale": "value_scale",
+    "search_target_value_scale": "target_value_scale",
+    "search_selection": "selection",
+    "search_chance": "chance",
+    "search_determinizations": "determinizations",
+    "search_track_cryptogs": "track_cryptogs",
+}
+# ``SearchConfig`` fields that come from the run, not from the search's settings: its units
+# (``search_config_from_train``) and the target's Q (from ``search_target``). A saved config
+# does not carry them in its ``search`` table.
+SEARCH_FROM_RUN = frozenset({
+    "gamma", "reward_scale", "max_steps_in_episode", "disabled", "program_bonus",
+    "program_bonus_skips_undo", "target_q",
+})  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -147,14 +171,9 @@ class TrainConfig:
     # the algorithm: "ppo", or "search" (Gumbel AlphaZero with the game as model: the search
     # acts, the network learns its improved policy and lambda-returns; specs/search.md)
     algo: str = "ppo"
-    search_simulations: int = 8  # simulations per move (algo "search"; search.SearchConfig)
-    search_mode: str = "honest"  # plan from states re-drawn from the observation, or "oracle"
-    search_depth: int | None = None  # the tree's maximum depth (None: the simulations bound it)
-    search_gumbel_scale: float = 1.0
-    search_considered: int = 2  # actions the root's Gumbel-Top-k considers
-    # the improved-policy target's value scale (None: the acting search's, mctx's 0.1); smaller
-    # moves the target less far from the network's own policy
-    search_target_value_scale: float | None = None
+    # how the search acts (algo "search") and how hm-eval, hm-watch and hm-play search with the
+    # run's policy: simulations, mode, depth, ... (flags: SEARCH_FLAGS); the units are the run's
+    search: SearchConfig = field(default_factory=SearchConfig)
     # the policy target: "improved" (mctx's completed-Q improved policy), "raw" (the same with the
     # Q values in the value's units, not min-max rescaled: small Q differences move it little)
     # "overrides" (the improved policy, learnt only where the search played another move than
@@ -197,22 +216,75 @@ class TrainConfig:
         return self.total_timesteps // self.batch_size
 
     def replace(self, **kw) -> TrainConfig:
+        """A copy with fields replaced; a search flag's name (``SEARCH_FLAGS``) sets the
+        nested ``search`` field (a ``ValueError`` names the flag of a bad value)."""
+        flat = {k: kw.pop(k) for k in list(kw) if k in SEARCH_FLAGS}
+        if flat:
+            kw["search"] = replace_search(kw.get("search", self.search), flat)
         return dataclasses.replace(self, **kw)
+
+    def setting(self, name: str):
+        """The value of a field, or of a search flag (``SEARCH_FLAGS``) in ``search``."""
+        return (
+            getattr(self.search, SEARCH_FLAGS[name])
+            if name in SEARCH_FLAGS
+            else getattr(self, name)
+        )
 
     def to_dict(self) -> dict:
         d = dataclasses.asdict(self)
         d["notes"] = list(self.notes)
         d["disabled_programs"] = list(self.disabled_programs)
+        d["search"] = {k: v for k, v in d["search"].items() if k not in SEARCH_FROM_RUN}
         return d
 
     @classmethod
     def from_dict(cls, d: dict) -> TrainConfig:
         """The config of a saved dict; ``REMOVED_FIELDS`` are dropped, other unknown keys refused,
-        and a field the dict lacks gets ``SAVED_DEFAULTS``' value (what the run used)."""
-        d = saved_config(d)
+        and a field the dict lacks gets ``SAVED_DEFAULTS``' value (what the run used). Flat
+        ``search_*`` keys (configs saved before ``search`` was nested) move into ``search``."""
+        d = saved_config(nest_search(d))
         d["notes"] = tuple(d.get("notes", ()))
         d["disabled_programs"] = tuple(d.get("disabled_programs", ()))
+        d["search"] = replace_search(SearchConfig(), d.get("search", {}), flags=False)
         return cls(**d)
+
+
+def nest_search(d: dict) -> dict:
+    """``d`` with its flat search keys (``SEARCH_FLAGS``' names) moved into its ``search``
+    table (``SearchConfig`` field names); a key given both ways is a ``ValueError``."""
+    flat = {SEARCH_FLAGS[k]: v for k, v in d.items() if k in SEARCH_FLAGS}
+    if not flat:
+        return d
+    nested = dict(d.get("search") or {})
+    both = sorted(set(flat) & set(nested))
+    if both:
+        raise ValueError(f"search settings given twice (flat and in [search]): {both}")
+    rest = {k: v for k, v in d.items() if k not in SEARCH_FLAGS}
+    return {**rest, "search": {**nested, **flat}}
+
+
+def replace_search(search: SearchConfig, values: dict, flags: bool = True) -> SearchConfig:
+    """``search`` with ``values`` set: keyed by flag name (``SEARCH_FLAGS``), or with
+    ``flags=False`` by ``SearchConfig`` field. An unknown key, a field that comes from the run
+    (``SEARCH_FROM_RUN``) or a bad value is a ``ValueError`` naming it."""
+    names = {v: k for k, v in SEARCH_FLAGS.items()}
+    fields = dict(values)
+    if flags:
+        unknown = sorted(set(fields) - set(SEARCH_FLAGS))
+        fields = {SEARCH_FLAGS[k]: v for k, v in fields.items() if k in SEARCH_FLAGS}
+    else:
+        unknown = sorted(set(fields) - set(names))
+    if unknown:
+        raise ValueError(f"unknown search settings: {unknown}; choose from {sorted(names)}")
+    if "disabled" in fields:
+        fields["disabled"] = tuple(fields["disabled"])
+    try:
+        return dataclasses.replace(search, **fields)
+    except ValueError as e:  # SearchConfig's check names the field: name the flag too
+        field_name = str(e).split(" ", 1)[0]
+        flag = names.get(field_name)
+        raise ValueError(f"--{flag.replace('_', '-')}: {e}" if flag else str(e)) from None
 
 
 def saved_config(d: dict) -> dict:
@@ -249,12 +321,9 @@ def validate(cfg: TrainConfig, num_devices: int = 1) -> None:
     """Raise ValueError with a clear message for any inconsistent setting."""
     if cfg.algo not in ALGORITHMS:
         raise ValueError(f"--algo must be one of {ALGORITHMS}, got {cfg.algo!r}")
-    if cfg.search_simulations < 1:
-        raise ValueError(f"--search-simulations must be >= 1, got {cfg.search_simulations}")
-    if cfg.search_mode not in ("honest", "oracle"):
-        raise ValueError(f"--search-mode must be 'honest' or 'oracle', got {cfg.search_mode!r}")
-    if cfg.search_depth is not None and cfg.search_depth < 1:
-        raise ValueError(f"--search-depth must be >= 1, got {cfg.search_depth}")
+    if cfg.algo == "search" and cfg.search.track_cryptogs:
+        raise ValueError("--search-track-cryptogs follows one game's history: the trainer's "
+                         "search has none; drop it")  # fmt: skip
     if cfg.algo == "search" and cfg.program_bonus_end not in (None, cfg.program_bonus):
         raise ValueError(
             "--algo search adds the program bonus to the tree's rewards, so it must stay "
@@ -262,18 +331,10 @@ def validate(cfg: TrainConfig, num_devices: int = 1) -> None:
         )
     if cfg.algo == "search" and cfg.program_potential > 0:
         raise ValueError("--algo search plans without --program-potential; set it to 0")
-    if cfg.search_target_value_scale is not None and not cfg.search_target_value_scale > 0:
-        raise ValueError(
-            f"--search-target-value-scale must be > 0, got {cfg.search_target_value_scale}"
-        )
-    if cfg.search_considered < 1:
-        raise ValueError(f"--search-considered must be >= 1, got {cfg.search_considered}")
     if cfg.search_target not in SEARCH_TARGETS:
         raise ValueError(
             f"--search-target must be one of {SEARCH_TARGETS}, got {cfg.search_target!r}"
         )
-    if not cfg.search_gumbel_scale >= 0:
-        raise ValueError(f"--search-gumbel-scale must be >= 0, got {cfg.search_gumbel_scale}")
     pos = (
         "num_envs",
         "num_steps",
@@ -374,67 +435,6 @@ def has_program_term(cfg: TrainConfig) -> bool:
     """Whether the run has a program term (bonus or potential) for ``--program-terms-skip-undo``
     to act on."""
     return has_program_bonus(cfg) or cfg.program_potential > 0
-
-
-def _field_types() -> dict[str, tuple[type, ...]]:
-    """Each field's accepted TOML value types (``None`` for an optional one)."""
-    hints = typing.get_type_hints(TrainConfig)
-    out = {}
-    for f in dataclasses.fields(TrainConfig):
-        hint = hints[f.name]
-        args = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
-        out[f.name] = tuple(typing.get_origin(a) or a for a in args)
-    return out
-
-
-def load_recipe(path: str | Path) -> dict:
-    """The fields of a recipe file: TOML, ``field = value`` for each field that differs from the
-    defaults (``experiments/recipes/*.toml``). TOML has no null: the string ``"none"`` sets an
-    optional field to ``None``. An unknown field or a value of the wrong type is a ValueError."""
-    path = Path(path)
-    try:
-        raw = tomllib.loads(path.read_text())
-    except (OSError, tomllib.TOMLDecodeError) as e:
-        raise ValueError(f"cannot read recipe {path}: {e}") from None
-    kinds = _field_types()
-    recipe = {}
-    for key, value in raw.items():
-        if key not in kinds or key in ("notes", "resume", "rewind"):
-            raise ValueError(f"recipe {path}: {key!r} is not a recipe field")
-        allowed = kinds[key]
-        if value == "none" and type(None) in allowed:
-            value = None
-        elif isinstance(value, list) and tuple in allowed:
-            value = tuple(value)
-        elif isinstance(value, int) and not isinstance(value, bool) and float in allowed:
-            value = float(value)
-        if not isinstance(value, allowed):
-            raise ValueError(f"recipe {path}: {key} = {raw[key]!r} is not a {allowed}")
-        recipe[key] = value
-    return recipe
-
-
-def apply_recipe(
-    cfg: TrainConfig, recipe: dict, explicit: frozenset[str] = frozenset()
-) -> TrainConfig:
-    """``cfg`` with ``recipe``'s values for every field not in ``explicit`` (flags given), then
-    the settings that a value given (by a flag or by the recipe) switches off:
-
-    * a ``total_timesteps`` given replaces the time budget (unless one is given too);
-    * ``explore_floor`` 0 drops the floor's anneal and ramp;
-    * no program term left drops ``program_terms_skip_undo``.
-    """
-    cfg = cfg.replace(**{k: v for k, v in recipe.items() if k not in explicit})
-    given = explicit | set(recipe)
-    if "total_timesteps" in given and "time_budget" not in given:
-        cfg = cfg.replace(time_budget=None)
-    if cfg.explore_floor == 0 and "explore_floor_end" not in given:
-        cfg = cfg.replace(explore_floor_end=None)
-    if cfg.explore_floor == 0 and "explore_floor_ramp" not in given:
-        cfg = cfg.replace(explore_floor_ramp=0.0)
-    if not has_program_term(cfg) and "program_terms_skip_undo" not in given:
-        cfg = cfg.replace(program_terms_skip_undo=False)
-    return cfg
 
 
 def plan(

@@ -308,7 +308,7 @@ def from_runs(
     curves from the run's ``progress.csv`` where it has one.
     """
     from hackmatrix_train import checkpoint as ckpt
-    from hackmatrix_train.cli import evaluate_checkpoint
+    from hackmatrix_train.policy import evaluate_checkpoint
 
     metas = [ckpt.load_params(p)[1] for p in paths]
     check_same_config([m["config"] for m in metas], "--from-runs", lengths_may_differ)
@@ -373,13 +373,10 @@ def from_runs(
 
 def main(argv=None) -> int:
     from hackmatrix_train import compile_cache
-    from hackmatrix_train.cli import (
-        build_parser,
-        config_from_args,
-        plan_time_budget,
-        set_cpu_devices,
-        warm_start,
-    )
+    from hackmatrix_train.cli.train import build_parser, config_from_args
+    from hackmatrix_train.distributed import set_cpu_devices
+    from hackmatrix_train.logging import Clock
+    from hackmatrix_train.run import plan_time_budget, train_chunks, warm_start
 
     p = argparse.ArgumentParser(prog="hm-bench learn", description=__doc__)
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
@@ -434,15 +431,17 @@ def main(argv=None) -> int:
         print(f"wrote {args.out}/results_{args.tag}.md, summary_{args.tag}.json")
         return 0
     train_args = build_parser().parse_args(rest)
-    cfg, explicit = config_from_args(train_args)
-    set_cpu_devices(train_args, cfg)
+    try:
+        cfg, explicit = config_from_args(train_args)
+        set_cpu_devices(train_args.cpu_devices, False, cfg)
+    except ValueError as e:
+        p.error(str(e))
     compile_cache.enable_from_args(train_args)
 
     import platform
 
     import jax
     import jax.numpy as jnp
-
     from hackmatrix_train.config import describe_plan, plan
     from hackmatrix_train.evaluate import evaluate_params, make_evaluate, summarize
     from hackmatrix_train.trainer import make_train
@@ -483,18 +482,13 @@ def main(argv=None) -> int:
         print(f"seed {seed}: compile {time.perf_counter() - t0:.1f}s", flush=True)
         if cfg.time_budget is not None:  # each seed plans its own length, as hm-train does
             plan_time_budget(trainer, runner, time.perf_counter() - t0, print)
-        update, t0 = 0, time.perf_counter()
-        while update < trainer.num_updates:
-            n = min(cfg.log_interval, trainer.num_updates - update)
-            runner, m = trainer.run_chunk(runner, n)
-            m = {k: float(v) for k, v in jax.device_get(m).items()}
-            update += n
-            row = {
-                "tag": args.tag,
-                "seed": seed,
-                "update": update,
-                "env_steps": update * cfg.batch_size,
-            }
+        t0 = time.perf_counter()
+
+        def on_chunk(c, seed=seed):  # one curve row per chunk (run.train_chunks)
+            nonlocal t0
+            update, m = c.update, c.metrics
+            row = {"tag": args.tag, "seed": seed, "update": update,
+                   "env_steps": update * cfg.batch_size}  # fmt: skip
             row.update({k: m.get(k, float("nan")) for k in CURVE_KEYS})
             # what training returns are made of (per-episode reward components, per-program uses)
             row.update(
@@ -505,8 +499,8 @@ def main(argv=None) -> int:
             if args.eval_every and (chunk % args.eval_every == 0 or update == trainer.num_updates):
                 t_eval = time.perf_counter()
                 k_eval = jax.random.key(20_000 + chunk)
-                ev = summarize(jax.device_get(ev_sampled(runner.params, k_eval)), names)
-                evg = summarize(jax.device_get(ev_greedy(runner.params, k_eval)), names)
+                ev = summarize(jax.device_get(ev_sampled(c.runner.params, k_eval)), names)
+                evg = summarize(jax.device_get(ev_greedy(c.runner.params, k_eval)), names)
                 row.update({f"eval/{k}": ev[k] for k in EVAL_KEYS})
                 row.update({f"eval_greedy/{k}": evg[k] for k in EVAL_KEYS})
                 print(
@@ -524,6 +518,8 @@ def main(argv=None) -> int:
                 f"({row['env_steps'] / row['wall_seconds']:,.0f} steps/s)",
                 flush=True,
             )
+
+        runner, update, _ = train_chunks(trainer, runner, 0, Clock(), on_chunk)
         train_seconds = time.perf_counter() - t0
         params = jax.device_get(runner.params)
         res = {

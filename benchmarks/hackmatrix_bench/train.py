@@ -31,7 +31,6 @@ def bench_one(
     num_minibatches: int | None = None,
 ) -> dict:
     import jax
-
     from hackmatrix_train.config import TrainConfig, plan
     from hackmatrix_train.trainer import make_train
 
@@ -53,7 +52,7 @@ def bench_one(
     if env_name == "probe":  # for machines without hackmatrix_env.HackMatrix
         import sys
 
-        sys.path.insert(0, str(Path(__file__).resolve().parents[4] / "tests"))
+        sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
         from train.train_probes import ProbeParams, ProbeSuite
 
         env, env_params = ProbeSuite(), ProbeParams()
@@ -182,7 +181,7 @@ def compare_device_counts(args, argv) -> int:
             out = Path(tmp) / f"d{n}.json"
             code = (
                 "import sys; from hackmatrix_env.devices import use_cpu_cores; "
-                f"use_cpu_cores({n}); from hackmatrix_train.bench import main; "
+                f"use_cpu_cores({n}); from hackmatrix_bench.train import main; "
                 "sys.exit(main(sys.argv[1:]))"
             )
             print(f"--- {n} CPU device(s) ---", flush=True)

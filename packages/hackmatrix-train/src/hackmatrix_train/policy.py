@@ -1,0 +1,183 @@
+"""A saved policy as every command loads it: the shipped agent, ``load_policy``, its search, its
+evaluation.
+
+``hm-eval``, ``hm-watch`` and ``hm-play`` read a checkpoint (``params.msgpack``, ``ckpt_*.msgpack``
+or a run directory) through ``load_policy``; given none, they use the shipped agent
+(``shipped_policy``). A search with the policy's network is configured by ``search_config``
+(the run's search settings and units, the flags' overrides), and ``evaluate_checkpoint`` is
+``hm-eval``'s evaluation as a library function (benchmarks and experiments call it).
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from hackmatrix_train.config import TrainConfig, disabled_actions
+
+SHIPPED_POLICY = "default-cpu-42m-s1-vf0125"  # the agent the README scores
+
+
+def shipped_policy() -> Path:
+    """The shipped agent's directory: package data in an installed wheel (``policies/`` in
+    the package), else the source checkout's ``policies/`` at the repository root."""
+    packaged = Path(str(resources.files("hackmatrix_train"))) / "policies" / SHIPPED_POLICY
+    if packaged.exists():
+        return packaged
+    checkout = Path(__file__).resolve().parents[4] / "policies" / SHIPPED_POLICY
+    if checkout.exists():
+        return checkout
+    raise ValueError(f"the shipped policy {SHIPPED_POLICY} is missing: give a checkpoint")
+
+
+class Policy(NamedTuple):
+    """A loaded policy: ``apply_fn(params, obs) -> (logits, value)``, its params, the env
+    params its episodes run with and the checkpoint's metadata. The random masked policy
+    has ``apply_fn`` and ``params`` None."""
+
+    apply_fn: Any
+    params: Any
+    env_params: Any
+    meta: dict
+
+    @property
+    def cfg(self) -> TrainConfig:
+        return TrainConfig.from_dict(self.meta["config"])
+
+    @property
+    def disabled(self) -> tuple[int, ...]:
+        """The actions the policy's run took out of its mask (none for the random policy)."""
+        return () if self.apply_fn is None else disabled_actions(self.cfg)
+
+
+def check_env_args(start_stage, max_steps) -> None:
+    """A ``ValueError`` for a start stage outside 1..8 or a step limit below 1."""
+    if not 1 <= start_stage <= 8:
+        raise ValueError(f"--start-stage must be in 1..8, got {start_stage}")
+    if max_steps is not None and max_steps < 1:
+        raise ValueError(f"--max-steps-in-episode must be >= 1, got {max_steps}")
+
+
+def env_params_of(cfg: TrainConfig, start_stage: int = 1, max_steps: int | None = None):
+    """The ``EnvParams`` a run's policy plays with: its step limit (or ``max_steps``), its
+    UNDO ring, from ``start_stage``."""
+    from hackmatrix_env import EnvParams
+
+    return EnvParams(
+        max_steps_in_episode=cfg.max_steps_in_episode if max_steps is None else max_steps,
+        start_stage=start_stage,
+        history_depth=cfg.history_depth,
+    )
+
+
+def load_policy(
+    path=None, start_stage=1, max_steps=None, env=None, env_params=None, wrap_network=None
+) -> Policy:
+    """The policy of checkpoint ``path`` (``None``: the shipped agent).
+
+    ``env``/``env_params``: another env whose observations the network reads (default:
+    HackMatrix with ``env_params_of``). ``wrap_network(net) -> net`` lets diagnostics alter the
+    network (e.g. shift logits, ``benchmarks/siphon_bias.py``); the params load into the
+    unwrapped network's shapes. A missing or mismatched checkpoint is a ``CheckpointError``.
+    """
+    import jax
+
+    from hackmatrix_train import checkpoint as ckpt
+    from hackmatrix_train.network import make_network
+
+    path = shipped_policy() if path is None else path
+    flat, meta = ckpt.load_params(path)
+    cfg = TrainConfig.from_dict(meta["config"])
+    if env is None:
+        from hackmatrix_env import HackMatrix
+
+        env, env_params = HackMatrix(), env_params_of(cfg, start_stage, max_steps)
+    elif env_params is None:
+        env_params = env.default_params
+    obs, _ = jax.eval_shape(env.reset, jax.random.key(0), env_params)
+    net = make_network(cfg.network, obs.action_mask.shape[-1], cfg.hidden_dim, cfg.num_layers)
+    one = jax.tree.map(lambda s: jax.ShapeDtypeStruct((1, *s.shape), s.dtype), obs)
+    template = jax.eval_shape(net.init, jax.random.key(0), one)
+    params = ckpt.unflatten_state(flat, template, source=str(path))
+    if wrap_network is not None:
+        net = wrap_network(net)
+    return Policy(net.apply, params, env_params, {**meta, "path": str(path)})
+
+
+def random_policy(start_stage=1, max_steps=None) -> Policy:
+    """The uniform masked random policy, with the default recipe's env params."""
+    cfg = TrainConfig()
+    meta = {"config": cfg.to_dict(), "update": None, "env_steps": None, "path": None}
+    return Policy(None, None, env_params_of(cfg, start_stage, max_steps), meta)
+
+
+def search_config(policy: Policy, **overrides):
+    """The ``SearchConfig`` a command searches with: the policy's run's search settings and
+    units (``search_config_from_train``), truncating where its episodes do; ``overrides``:
+    ``SearchConfig`` fields (``None``: the run's)."""
+    from hackmatrix_train.search import search_config_from_train
+
+    steps = int(policy.env_params.max_steps_in_episode)
+    return search_config_from_train(policy.cfg, **{"max_steps_in_episode": steps, **overrides})
+
+
+def evaluate_checkpoint(
+    path=None, episodes=100, greedy=True, seed=0, start_stage=1, max_steps=None, random=False,
+    env=None, env_params=None, wrap_network=None, search=(), search_fn=None,
+) -> dict:  # fmt: skip
+    """``hm-eval``: the summary of ``episodes`` episodes of a saved policy (``None``: the shipped
+    agent), or of the random masked policy, from ``start_stage``.
+
+    ``search``: ``SearchConfig`` overrides, one dict per search row (``summary["search"]``).
+    ``search_fn``: the search those rows play (``search.run_search``'s signature; None: itself).
+    ``wrap_network``, ``env``, ``env_params``: as ``load_policy``'s.
+    """
+    import jax
+
+    from hackmatrix_train.evaluate import make_evaluate, search_summary, summarize
+
+    if episodes < 1:
+        raise ValueError("--episodes must be >= 1")
+    if random and not greedy:  # the same refusal as hm-watch's
+        raise ValueError("--sampled chooses the checkpoint's actions; --random has none")
+    check_env_args(start_stage, max_steps)
+    injected = env is not None
+    if random and path is None and not injected:
+        policy = random_policy(start_stage, max_steps)
+    else:
+        policy = load_policy(path, start_stage, max_steps, env, env_params, wrap_network)
+    program_names = ()
+    if not injected:
+        from hackmatrix_env import HackMatrix
+        from hackmatrix_env.constants import PROGRAM_NAMES
+
+        from hackmatrix_train.trainer import make_env
+
+        env, program_names = (HackMatrix() if random else make_env(policy.cfg)), PROGRAM_NAMES
+    # the policy sees the mask it trained with; the random baseline, and an injected env, theirs
+    disabled = [] if random or injected else list(policy.cfg.disabled_programs)
+    env_params = policy.env_params
+    apply_fn = None if random else policy.apply_fn
+    max_steps = int(env_params.max_steps_in_episode)
+    evaluate = make_evaluate(env, env_params, apply_fn, episodes, max_steps, greedy)
+    result = evaluate(policy.params, jax.random.key(seed))
+    summary = summarize(jax.device_get(result), program_names)
+    summary["policy"] = "random" if random else ("greedy" if greedy else "sampled")
+    summary["checkpoint"] = policy.meta["path"]
+    summary["update"] = policy.meta.get("update")
+    summary["env_steps"] = policy.meta.get("env_steps")
+    summary["start_stage"] = start_stage
+    summary["eval_seed"] = seed
+    summary["disabled_programs"] = disabled
+    if search:
+        summary["search"] = []
+        for overrides in search:
+            row = search_summary(
+                env, env_params, policy.apply_fn, policy.params,
+                search_config(policy, **overrides), episodes, seed, program_names,
+                search_fn=search_fn,
+            )  # fmt: skip
+            row["disabled_programs"] = disabled
+            summary["search"].append(row)
+    return summary

@@ -1,0 +1,92 @@
+"""The commands' help: every option of hm-train, hm-eval, hm-watch and hm-play has help text
+and shows its default at most once; recipe errors suggest the field meant."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hackmatrix_train.cli import evaluate, play, train, watch
+from hackmatrix_train.recipe import load_recipe, shipped_recipes
+
+PARSERS = {
+    "hm-train": train.build_parser,
+    "hm-eval": evaluate.build_parser,
+    "hm-watch": watch.build_parser,
+    "hm-play": play.build_parser,
+}
+
+
+def options(help_text: str) -> dict[str, str]:
+    """Each option's entry of an argparse help text: its flags line and help, joined."""
+    entries: dict[str, str] = {}
+    current = None
+    for line in help_text.splitlines():
+        m = re.match(r"^  (-{1,2}[\w-]+|[a-z_]+\b)(.*)$", line)
+        if m and (m.group(1).startswith("-") or m.group(2).startswith(("  ", ""))):
+            current = m.group(1)
+            entries[current] = m.group(2)
+        elif current is not None and line.startswith("    "):
+            entries[current] += " " + line.strip()
+        else:
+            current = None
+    return entries
+
+
+@pytest.mark.parametrize("prog", PARSERS)
+def test_every_option_has_help_and_at_most_one_default(prog):
+    text = PARSERS[prog]().format_help()
+    entries = {k: v for k, v in options(text).items() if k.startswith("-")}
+    assert len(entries) >= 10, text
+    for flag, entry in entries.items():
+        words = entry.split()
+        metavar_free = [w for w in words if not w.isupper() and not w.startswith(("{", "["))]
+        assert len(" ".join(metavar_free)) > 10, f"{prog} {flag} has no help: {entry!r}"
+        assert entry.count("default:") + entry.count("(the default)") <= 1, (
+            f"{prog} {flag}: {entry!r}"
+        )
+        assert "(default: None)" not in entry, f"{prog} {flag}: {entry!r}"
+
+
+def test_the_search_flags_are_spelt_the_same_in_every_command():
+    shared = ("--search-mode", "--search-depth", "--search-gumbel-scale", "--search-considered")
+    for prog, build in PARSERS.items():
+        text = build().format_help()
+        assert all(flag in text for flag in shared), prog
+        assert "--gumbel-scale" not in text.replace("--search-gumbel-scale", ""), prog
+
+
+def test_an_unknown_recipe_key_suggests_the_field(tmp_path):
+    path = tmp_path / "r.toml"
+    path.write_text("learning_rate = 1e-3\n")
+    with pytest.raises(
+        ValueError, match=r"'learning_rate' is not a recipe field \(did you mean 'lr'\?\)"
+    ):
+        load_recipe(path)
+    path.write_text("num_env = 8\n")
+    with pytest.raises(ValueError, match="did you mean 'num_envs'"):
+        load_recipe(path)
+    path.write_text("[search]\nsimulations = 8\n")
+    with pytest.raises(ValueError, match="did you mean 'num_simulations'"):
+        load_recipe(path)
+
+
+def test_a_recipe_error_is_one_line_and_exit_status_2(tmp_path, capsys):
+    path = tmp_path / "r.toml"
+    path.write_text("learning_rate = 1e-3\n")
+    assert train.main(["--recipe", str(path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("hm-train: error: recipe"), err
+
+
+def test_the_shipped_recipes_load_by_name_and_set_search_tables(tmp_path):
+    assert set(shipped_recipes()) >= {"depth", "programs", "reference"}
+    assert load_recipe("reference")["network"] == "mlp"
+    path = tmp_path / "s.toml"
+    path.write_text('algo = "search"\n[search]\nnum_simulations = 16\nmode = "oracle"\n')
+    cfg, _ = train.config_from_args(train.build_parser().parse_args(["--recipe", str(path)]))
+    assert (cfg.search.num_simulations, cfg.search.mode) == (16, "oracle")
+    args = train.build_parser().parse_args(["--recipe", str(path), "--search-mode", "honest"])
+    cfg, explicit = train.config_from_args(args)
+    assert (cfg.search.num_simulations, cfg.search.mode) == (16, "honest")
+    assert explicit == {"search_mode"}
