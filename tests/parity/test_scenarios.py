@@ -21,6 +21,17 @@ def test_generator_is_reproducible():
     assert a == b
 
 
+def test_a_chunk_of_a_run_is_the_slice_of_the_whole_run():
+    """``hm-parity --start-index``: chunks run apart are the same scenarios as one long run."""
+    from hackmatrix_parity.engine import random_scenarios
+
+    whole = random_scenarios(9, seed=11)
+    assert whole == SCENARIOS[:9]
+    assert random_scenarios(4, seed=11, start=5) == whole[5:]
+    assert random_scenarios(5, seed=11) + random_scenarios(4, seed=11, start=5) == whole
+    assert random_scenarios(9, seed=12) != whole
+
+
 def test_generator_covers_every_area():
     seen: Counter = Counter()
     for sc in SCENARIOS:

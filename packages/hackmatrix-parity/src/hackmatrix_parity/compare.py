@@ -247,11 +247,6 @@ def determined(out: dict[str, np.ndarray], *, initial: bool = False) -> dict[str
     return d
 
 
-def is_random_only(diffs: list[Diff]) -> bool:
-    """Diffs that only a random draw hidden from the tensors can explain (SHOW types)."""
-    return bool(diffs) and all(d.path.endswith("transmission.enemyType") for d in diffs)
-
-
 def stage_invariants(obs: dict[str, Any], prev_stage: int, num_trans_before: int) -> list[str]:
     """Generation invariants of a freshly generated stage, checked on an observation (rules §10.2)."""
     bad: list[str] = []

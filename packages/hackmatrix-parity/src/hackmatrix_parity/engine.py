@@ -26,6 +26,7 @@ each JAX step, what Swift's reply reveals of them is written into the lane's sta
 
 from __future__ import annotations
 
+import itertools
 import re
 import time
 from collections import Counter
@@ -45,7 +46,7 @@ from hackmatrix_parity.client import (
     SwiftProtocolError,
 )
 from hackmatrix_parity.hidden import HiddenTypes, first_appended, with_placement_cells
-from hackmatrix_parity.scenarios import THEMES, generate_scenario
+from hackmatrix_parity.scenarios import scenario_stream
 from hackmatrix_parity.tensor import REWARD_COMPONENTS, SWIFT_BREAKDOWN_KEYS
 
 PROGRAM_NAMES = (
@@ -784,15 +785,7 @@ def random_scenarios(n: int, seed: int, start: int = 0) -> list[dict[str, Any]]:
     A chunk of a long run is the same as the corresponding slice of one big run's
     scenarios, so chunks can be run separately (and resumed) and their reports merged.
     """
-    rng = np.random.default_rng(seed)
-    out = [generate_scenario(rng, THEMES[i % len(THEMES)]) for i in range(start + n)]
-    return out[start:]
-
-
-def run_parity(config: Config, swift_bin: str | None = None, command: list[str] | None = None):
-    """Generate ``config.scenarios`` scenarios from ``config.seed`` and run them."""
-    with Engine(config, swift_bin, command) as eng:
-        return eng.run(random_scenarios(config.scenarios, config.seed)), eng
+    return list(itertools.islice(scenario_stream(seed, start + n), start, None))
 
 
 def _run_shard(config: Config, swift_bin: str | None, scenarios: list[dict[str, Any]]) -> Report:

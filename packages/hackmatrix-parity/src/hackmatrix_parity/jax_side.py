@@ -19,7 +19,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from hackmatrix_env import scenario as env_scenario
-from hackmatrix_env.constants import ENEMY_NAMES, REWARD_COMPONENTS
+from hackmatrix_env.constants import ENEMY_NAMES
 from hackmatrix_env.types import EnvState
 
 
@@ -283,7 +283,3 @@ def make_keys(seed: int, tick: int, batch: int, num_keys: int) -> jax.Array:
     """keys[B, K] for one lockstep tick; key k of a lane is fixed given (seed, tick, lane)."""
     base = jax.random.fold_in(jax.random.key(seed), tick)
     return jax.random.split(base, batch * num_keys).reshape(batch, num_keys)
-
-
-def breakdown_names() -> tuple[str, ...]:
-    return tuple(REWARD_COMPONENTS)
