@@ -15,8 +15,8 @@ import jax
 import pytest
 from hackmatrix_env import EnvParams
 from hackmatrix_train import checkpoint as ckpt
-from hackmatrix_train import cli
 from hackmatrix_train.evaluate import evaluate_params
+from hackmatrix_train.run import run
 from hackmatrix_train.trainer import make_train
 from train.recipes import plain_ppo
 
@@ -38,7 +38,7 @@ def _cfg(tmp_path, **fields):
 def trained(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("search_train")
     cfg = _cfg(tmp)
-    cli.run(cfg, out=lambda *_: None)
+    run(cfg, out=lambda *_: None)
     return cfg, tmp / "search"
 
 
@@ -67,7 +67,7 @@ def test_search_training_resumes_bit_exactly(trained):
     cfg, run_dir = trained
     straight = (run_dir / "params.msgpack").read_bytes()
     resumed = cfg.replace(resume=str(run_dir), rewind=UPDATES // 2)
-    cli.run(resumed, explicit=frozenset({"resume", "rewind"}), out=lambda *_: None)
+    run(resumed, explicit=frozenset({"resume", "rewind"}), out=lambda *_: None)
     assert (run_dir / "params.msgpack").read_bytes() == straight
     kept = list(run_dir.glob("rewound_from_*/params.msgpack"))
     assert len(kept) == 1 and kept[0].read_bytes() == straight  # the later files were kept
@@ -75,7 +75,7 @@ def test_search_training_resumes_bit_exactly(trained):
 
 def _target_entropy(metrics) -> float:
     """Cross-entropy to the policy target minus the KL from it: the target's own entropy."""
-    return float(metrics["train/pg_loss"]) - float(metrics["train/approx_kl"])
+    return float(metrics["train/policy_ce"]) - float(metrics["train/target_kl"])
 
 
 @pytest.mark.slow
@@ -134,7 +134,7 @@ def test_a_raw_target_at_a_tiny_scale_is_the_networks_own_policy(tmp_path):
         )  # fmt: skip
         trainer = make_train(cfg)
         _, metrics = trainer.run_chunk(trainer.init(), 1)
-        kls[target] = float(jax.device_get(metrics)["train/approx_kl"])
+        kls[target] = float(jax.device_get(metrics)["train/target_kl"])
     assert kls["raw"] < 1e-5 and kls["improved"] > 1e-3, kls
 
 
@@ -167,7 +167,7 @@ def test_the_overrides_target_learns_only_where_the_search_overruled():
     _, weighted = search_loss(
         None, net(everything), Obs(n), target, returns, 1.0, jnp.asarray(picked, jnp.float32)
     )
-    np.testing.assert_allclose(weighted["pg_loss"], sub["pg_loss"], rtol=1e-5)
-    np.testing.assert_allclose(weighted["approx_kl"], sub["approx_kl"], rtol=1e-5)
+    np.testing.assert_allclose(weighted["policy_ce"], sub["policy_ce"], rtol=1e-5)
+    np.testing.assert_allclose(weighted["target_kl"], sub["target_kl"], rtol=1e-5)
     np.testing.assert_allclose(weighted["vf_loss"], all_rows["vf_loss"], rtol=1e-6)
-    assert abs(float(weighted["pg_loss"]) - float(all_rows["pg_loss"])) > 1e-3
+    assert abs(float(weighted["policy_ce"]) - float(all_rows["policy_ce"])) > 1e-3

@@ -9,15 +9,15 @@ import numpy as np
 import optax
 import pytest
 from hackmatrix_env.constants import NUM_ACTIONS, Action
-from hackmatrix_train.cli import build_parser, config_from_args
+from hackmatrix_train.cli.train import build_parser, config_from_args
 from hackmatrix_train.config import validate
-from hackmatrix_train.ppo import (
+from hackmatrix_train.ppo import floor_penalty
+from hackmatrix_train.schedules import (
     entropy_coef,
     explore_floor,
     explore_weight,
-    floor_penalty,
-    learning_rate,
     make_schedule,
+    update_learning_rate,
 )
 from hackmatrix_train.trainer import make_train
 from hypothesis import given, settings
@@ -220,7 +220,7 @@ def test_schedule_given_as_traced_data_equals_the_host_schedule(num_updates, sta
     def values(sched, u):
         floor = explore_floor(cfg, sched, u)
         return (entropy_coef(cfg, sched, u), floor, explore_weight(cfg, sched, u, floor),
-                learning_rate(cfg, sched, u))  # fmt: skip
+                update_learning_rate(cfg, sched, u))  # fmt: skip
 
     traced = jax.jit(values)(jax.tree.map(jnp.int32, host), u)
     baked = jax.jit(lambda u: values(host, u))(u)  # the run's length as compiled-in constants

@@ -12,7 +12,9 @@ import jax
 import pytest
 from hackmatrix_env import EnvParams
 from hackmatrix_env.constants import NUM_REWARD_COMPONENTS
-from hackmatrix_train.rollout import collect_rollout, init_episode_acc
+from hackmatrix_train.ppo import sample_actor
+from hackmatrix_train.rollout import collect_rollout
+from hackmatrix_train.stats import init_episode_acc, track_episodes
 from undo_testlib import UNDO_ACTION, OwnsUndo, uniform
 
 NUM_ENVS, NUM_STEPS, MAX_STEPS = 16, 96, 40
@@ -30,8 +32,9 @@ def _rollout_stats(depth: int) -> dict:
         )
         acc = init_episode_acc(NUM_ENVS, NUM_REWARD_COMPONENTS)
         *_, stats = collect_rollout(
-            k_roll, uniform, None, ENV, env_params, state, obs, acc, NUM_STEPS
-        )
+            sample_actor(None, uniform), lambda p, o: uniform(p, o)[1], k_roll, None, ENV,
+            env_params, state, obs, acc, NUM_STEPS, track=track_episodes,
+        )  # fmt: skip
         return stats
 
     return jax.device_get(run(jax.random.key(3)))

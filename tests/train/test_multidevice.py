@@ -84,7 +84,8 @@ SAME_STEP_SCRIPT = textwrap.dedent(
     from hackmatrix_env import HackMatrix
     from hackmatrix_train.config import TrainConfig
     from hackmatrix_train.network import make_network
-    from hackmatrix_train.ppo import make_optimizer, minibatch_step
+    from hackmatrix_train.ppo import minibatch_step
+    from hackmatrix_train.schedules import make_optimizer
     from hackmatrix_train.rollout import Transition
 
     assert jax.device_count() == 2, jax.devices()

@@ -8,8 +8,9 @@ import numpy as np
 import optax
 import pytest
 from hackmatrix_train.network import masked_categorical
-from hackmatrix_train.ppo import compute_gae, ppo_loss, value_loss
+from hackmatrix_train.ppo import compute_gae, ppo_loss, sample_actor, value_loss
 from hackmatrix_train.rollout import Transition, collect_rollout
+from hackmatrix_train.stats import track_episodes
 from hackmatrix_train.trainer import make_train
 from train.recipes import plain_ppo
 from train.train_probes import (
@@ -105,9 +106,10 @@ def untrained_rollout(suite_trained):
 
     @jax.jit
     def go(runner):
-        _, _, _, traj, stats = collect_rollout(
-            jax.random.key(3), apply, runner.params, env, env_params,
-            runner.env_state, runner.obs, runner.acc, 32,
+        _, _, _, traj, _, stats = collect_rollout(
+            sample_actor(None, apply), lambda p, o: apply(p, o)[1], jax.random.key(3),
+            runner.params, env, env_params, runner.env_state, runner.obs, runner.acc, 32,
+            track=track_episodes,
         )  # fmt: skip
         flat = jax.tree.map(lambda x: x.reshape((-1, *x.shape[2:])), traj)
         adv = jnp.ones(flat.reward.shape)
@@ -134,7 +136,8 @@ def test_masked_actions_are_never_sampled(untrained_rollout):
 
 def test_grad_norm_metric_is_the_norm_before_clipping(suite_trained, untrained_rollout):
     """``grad_norm`` is the loss gradient's global norm before ``--max-grad-norm`` clips it."""
-    from hackmatrix_train.ppo import make_optimizer, minibatch_step
+    from hackmatrix_train.ppo import minibatch_step
+    from hackmatrix_train.schedules import make_optimizer
 
     trainer, traj = suite_trained[0], untrained_rollout[0]
     cfg = trainer.cfg.replace(max_grad_norm=1e-5)  # far below the norm: the step is clipped

@@ -15,14 +15,16 @@ import pytest
 from builders import make_state
 from hackmatrix_env import EnvParams, HackMatrix
 from hackmatrix_env.constants import NUM_REWARD_COMPONENTS, Action, Program
-from hackmatrix_train.cli import build_parser, config_from_args
+from hackmatrix_train.cli.train import build_parser, config_from_args
 from hackmatrix_train.config import validate
-from hackmatrix_train.ppo import make_schedule, program_bonus_coef
-from hackmatrix_train.rollout import (
-    collect_rollout,
+from hackmatrix_train.ppo import sample_actor
+from hackmatrix_train.rollout import collect_rollout
+from hackmatrix_train.schedules import make_schedule, program_bonus_coef
+from hackmatrix_train.stats import (
     init_episode_acc,
     program_potential,
     shaping_term,
+    track_episodes,
 )
 from hackmatrix_train.trainer import make_train
 from hypothesis import given, settings
@@ -192,8 +194,10 @@ def test_rollouts_with_shaping_play_the_same_games_with_the_same_rewards():
         acc = init_episode_acc(n, NUM_REWARD_COMPONENTS)
         pot = row if potential_on else None
         return collect_rollout(
-            jax.random.key(2), uniform, None, ENV, params, state, obs, acc, steps, pot, gamma
-        )
+            sample_actor(None, uniform), lambda p, o: uniform(p, o)[1], jax.random.key(2), None,
+            ENV, params, state, obs, acc, steps, track=track_episodes,
+            shaping=lambda o, fo, term: shaping_term(pot, gamma, o, fo, term),
+        )  # fmt: skip
 
     on, off = jax.device_get(run(True)), jax.device_get(run(False))
     traj, plain = on[3], off[3]
@@ -201,7 +205,7 @@ def test_rollouts_with_shaping_play_the_same_games_with_the_same_rewards():
     np.testing.assert_array_equal(traj.reward, plain.reward)
     np.testing.assert_array_equal(on[2].ret, off[2].ret)  # episode returns stay canonical
     assert not plain.shaping.any()
-    assert on[4]["shaping"] == pytest.approx(traj.shaping.sum(), rel=1e-5)
+    assert on[5]["shaping"] == pytest.approx(traj.shaping.sum(), rel=1e-5)
     # on steps that do not end an episode, s' is the next transition's observation
     phi = np.asarray(traj.obs.player[..., 0]) * 5.0
     done = np.asarray(traj.terminated | traj.truncated)

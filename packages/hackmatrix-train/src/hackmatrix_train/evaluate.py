@@ -24,7 +24,7 @@ from hackmatrix_env.constants import NUM_PROGRAMS, Action, BlockKind, Content
 from hackmatrix_env.siphon import owned_program_map, siphon_reach
 
 from hackmatrix_train.network import masked_categorical
-from hackmatrix_train.rollout import (
+from hackmatrix_train.stats import (
     STAGE_COMPONENT,
     VICTORY_COMPONENT,
     hackmatrix_game,
@@ -366,14 +366,18 @@ def make_refill_evaluate(
 
 
 def make_search_evaluate(
-    env, env_params, apply_fn, search_cfg, num_episodes: int, max_steps: int, slots: int = 128
-):
-    """``make_refill_evaluate`` with each move chosen by a search (``search.run_search``)."""
+    env, env_params, apply_fn, search_cfg, num_episodes: int, max_steps: int, slots: int = 128,
+    search_fn=None,
+):  # fmt: skip
+    """``make_refill_evaluate`` with each move chosen by ``search_fn`` (``search.run_search``'s
+    signature; None: ``run_search`` itself)."""
     from hackmatrix_train.search import run_search
+
+    search_fn = search_fn or run_search
 
     def act(params, state, obs, key, belief=None):
         del obs
-        return run_search(apply_fn, search_cfg, params, key, state, belief).action
+        return search_fn(apply_fn, search_cfg, params, key, state, belief).action
 
     memory = None  # the honest search may follow the player's cryptog belief as its memory
     if search_cfg.mode == "honest" and search_cfg.track_cryptogs:
@@ -385,9 +389,12 @@ def make_search_evaluate(
 
 def search_summary(
     env, env_params, apply_fn, params, search_cfg, episodes: int, seed: int, program_names=(),
-    slots: int = 128,
+    slots: int = 128, search_fn=None,
 ) -> dict:  # fmt: skip
     """The evaluation summary of a search policy (``make_search_evaluate``), with its settings.
+
+    ``search_fn``: ``search.run_search``'s signature, e.g. ``partial(run_search, resample=...)``
+    for an experiment's own part of the search (None: ``run_search``).
 
     One row of ``hm-eval --search``: the summary's fields plus ``search`` (the settings: the
     simulation count, mode, selection, ...), ``compile_seconds``, ``seconds`` (the run after
@@ -398,7 +405,9 @@ def search_summary(
     from hackmatrix_train.search import describe
 
     max_steps = int(env_params.max_steps_in_episode)
-    run = make_search_evaluate(env, env_params, apply_fn, search_cfg, episodes, max_steps, slots)
+    run = make_search_evaluate(
+        env, env_params, apply_fn, search_cfg, episodes, max_steps, slots, search_fn
+    )
     key = jax.random.key(seed)
     t0 = time.perf_counter()
     compiled = run.lower(params, key).compile()

@@ -62,10 +62,17 @@ def format_progress(
         parts.append(
             f"siphon {g('actions/siphon_frac', 0):.3f} prog {g('actions/program_frac', 0):.3f}"
         )
-    parts.append(
-        f"ent {g('train/entropy', float('nan')):.3f} kl {g('train/approx_kl', float('nan')):.4f} "
-        f"clip {g('train/clip_frac', float('nan')):.3f} ev {g('train/explained_variance', float('nan')):.2f}"
-    )
+    nan = float("nan")
+    if "train/policy_ce" in metrics:  # the search trainer's figures (alphazero.py)
+        parts.append(
+            f"ce {g('train/policy_ce'):.3f} kl {g('train/target_kl', nan):.4f} "
+            f"override {g('train/override_frac', nan):.3f} ev {g('train/explained_variance', nan):.2f}"
+        )
+    else:
+        parts.append(
+            f"ent {g('train/entropy', nan):.3f} kl {g('train/approx_kl', nan):.4f} "
+            f"clip {g('train/clip_frac', nan):.3f} ev {g('train/explained_variance', nan):.2f}"
+        )
     return " | ".join(parts)
 
 

@@ -212,7 +212,7 @@ def evaluate_states(apply_fn, params, state, disabled: tuple[int, ...]):
 
 def programs_counted(state, skip_undo: bool) -> jax.Array:
     """f32[B]: the programs each game owns, UNDO aside when ``skip_undo`` (what the trainer's
-    program bonus counts: ``rollout.program_potential``)."""
+    program bonus counts: ``stats.program_potential``)."""
     owned = jax.vmap(owned_programs)(state.game).astype(jnp.float32)
     return owned.sum(-1) - (owned[:, Program.UNDO] if skip_undo else 0.0)
 
@@ -284,12 +284,19 @@ def slim_ring(state):
 
 
 def run_search(
-    apply_fn, cfg: SearchConfig, params, key: jax.Array, state, cryptog_belief=None
-) -> SearchOutput:
+    apply_fn, cfg: SearchConfig, params, key: jax.Array, state, cryptog_belief=None, *,
+    make_recurrent=make_recurrent_fn, resample=resample_hidden,
+    policy_fn=mctx.gumbel_muzero_policy,
+) -> SearchOutput:  # fmt: skip
     """Search from a batch of states (leading axis B); see the module doc. Not jitted itself.
 
     ``cryptog_belief`` (bool[B,6,6], honest mode): where each game's unseen cryptogs can be,
     from the player's history (``hidden.track_cryptogs``); None: anywhere dark.
+
+    The search's parts, which an experiment may replace (``functools.partial(run_search,
+    resample=...)``): ``make_recurrent(apply_fn, cfg)``, mctx's ``recurrent_fn`` (the model);
+    ``resample(key, state[, belief])``, the honest determinization of one game
+    (``hidden.resample_hidden``); ``policy_fn``, ``mctx.gumbel_muzero_policy``'s signature.
 
     With ``determinizations`` K > 1 (honest mode), each game is searched K times from K
     independent re-draws of its hidden parts, with ``num_simulations / K`` simulations each;
@@ -306,10 +313,10 @@ def run_search(
     if cfg.mode == "honest":
         keys = jax.random.split(k_hidden, batch * ens)
         if cryptog_belief is None:
-            state = jax.vmap(resample_hidden)(keys, state)
+            state = jax.vmap(resample)(keys, state)
         else:
             belief = jnp.repeat(cryptog_belief, ens, axis=0)
-            state = jax.vmap(resample_hidden)(keys, state, belief)
+            state = jax.vmap(resample)(keys, state, belief)
     logits, value, mask = evaluate_states(apply_fn, params, state, cfg.disabled)
     chance = None  # the tree's chance keys, only for chance="common": off the tree's key, which
     if cfg.chance == "common":  # mctx keeps, so the sampled search's key stream is unchanged
@@ -317,11 +324,11 @@ def run_search(
         chance = jax.random.key_data(jax.random.split(k_chance, batch * ens))
     node = Node(state, jnp.zeros(batch * ens, bool), chance)
     root = mctx.RootFnOutput(prior_logits=logits, value=value, embedding=node)
-    out = mctx.gumbel_muzero_policy(
+    out = policy_fn(
         params,
         k_search,
         root,
-        make_recurrent_fn(apply_fn, cfg),
+        make_recurrent(apply_fn, cfg),
         num_simulations=cfg.num_simulations // ens,
         invalid_actions=~mask,
         max_depth=cfg.max_depth,
@@ -379,25 +386,31 @@ def improved_policy(
     return jax.nn.softmax(jnp.where(mask, prior_logits + completed, MASKED_LOGIT), axis=-1)
 
 
-def make_search(apply_fn, cfg: SearchConfig):
-    """Jitted ``search(params, key, state) -> SearchOutput`` over a batch of states."""
-    return jax.jit(partial(run_search, apply_fn, cfg))
+def make_search(apply_fn, cfg: SearchConfig, **parts):
+    """Jitted ``search(params, key, state) -> SearchOutput`` over a batch of states; ``parts``
+    (``make_recurrent``, ``resample``, ``policy_fn``) replace ``run_search``'s own."""
+    return jax.jit(partial(run_search, apply_fn, cfg, **parts))
 
 
 def search_config_from_train(train_cfg, **overrides) -> SearchConfig:
-    """A ``SearchConfig`` in a trained policy's units: its gamma, reward scale, step limit and
-    disabled programs; ``overrides`` set the search's own options."""
+    """The ``SearchConfig`` of a trained policy: the run's search settings (``train_cfg.search``)
+    in its units (its gamma, reward scale, step limit and disabled programs); ``overrides``
+    (``SearchConfig`` fields, ``None`` for "the run's") set the search's own options.
+
+    This is where a ``SearchConfig`` is built from a run: the trainer (``alphazero``), and
+    ``hm-eval``, ``hm-watch`` and ``hm-play`` (``policy.search_config``) call it.
+    """
     from hackmatrix_train.config import disabled_actions
 
-    base = dict(
+    units = dict(
         program_bonus_skips_undo=bool(train_cfg.program_terms_skip_undo),
         gamma=float(train_cfg.gamma),
         reward_scale=float(train_cfg.reward_scale),
         max_steps_in_episode=int(train_cfg.max_steps_in_episode),
         disabled=tuple(int(a) for a in disabled_actions(train_cfg)),
     )
-    base.update({k: v for k, v in overrides.items() if v is not None})
-    return SearchConfig(**base)
+    options = {k: v for k, v in overrides.items() if v is not None}
+    return dataclasses.replace(train_cfg.search, **{**units, **options})
 
 
 def describe(cfg: SearchConfig) -> dict:

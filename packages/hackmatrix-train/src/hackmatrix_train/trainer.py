@@ -21,99 +21,78 @@ from jax.sharding import PartitionSpec as P
 
 from hackmatrix_train.config import TrainConfig, has_program_bonus, validate
 from hackmatrix_train.network import make_network
-from hackmatrix_train.ppo import RunnerState, Schedule, make_optimizer, make_schedule, make_update
-from hackmatrix_train.rollout import NUM_ACTION_KINDS, init_episode_acc
+from hackmatrix_train.schedules import Schedule, make_optimizer, make_schedule
+from hackmatrix_train.stats import EnvNames, env_names, episode_metrics, init_episode_acc
+from hackmatrix_train.update import Learner, RunnerState, add_metrics
 
 AXIS = "data"
-HACKMATRIX_ACTIONS = 28
 
 
-def _hackmatrix_names():
-    """(reward component names, program names) from the env package, if installed."""
-    try:
-        from hackmatrix_env.constants import PROGRAM_NAMES, REWARD_COMPONENTS
-    except ImportError:  # pragma: no cover - the env package is a dependency
-        return None, None
-    return tuple(REWARD_COMPONENTS), tuple(PROGRAM_NAMES)
-
-
-def _spec_tree() -> RunnerState:
+def spec_tree() -> RunnerState:
+    """The runner state's partition specs: envs, observations, accumulators and keys split over
+    the mesh's axis, parameters, optimizer state and the update count replicated."""
     d = P(AXIS)
     return RunnerState(
         params=P(), opt_state=P(), env_state=d, obs=d, acc=d, key=d, update=P()
     )  # fmt: skip
 
 
-def _env_shapes(env, env_params):
-    """(one env's observation shapes, action count, reward components), running nothing."""
-    k = jax.random.key(0)
-    obs1, state1 = jax.eval_shape(env.reset, k, env_params)
-    num_actions = int(obs1.action_mask.shape[-1])
-    info = jax.eval_shape(env.step, k, state1, jnp.int32(0), env_params)[-1]
-    rb = info.get("reward_breakdown")
-    return obs1, num_actions, int(rb.shape[-1]) if rb is not None else 0
-
-
-def _check_env_flags(cfg: TrainConfig, obs1, num_actions: int) -> None:
+def check_env_flags(cfg: TrainConfig, env, env_params, names: EnvNames) -> None:
     """A ``ValueError`` for a loss term the env cannot serve (HackMatrix-only flags)."""
+    obs1, _ = jax.eval_shape(env.reset, jax.random.key(0), env_params)
     for flag, used in (("--program-potential", cfg.program_potential > 0),
                        ("--program-bonus", has_program_bonus(cfg))):  # fmt: skip
         if used and not hasattr(obs1, "programs"):
             raise ValueError(f"{flag} needs an observation with a `programs` field (HackMatrix)")
-    if cfg.explore_floor > 0 and num_actions != HACKMATRIX_ACTIONS:
+    if cfg.explore_floor > 0 and not names.is_hackmatrix:
         raise ValueError(
-            f"--explore-floor needs the HackMatrix action space ({HACKMATRIX_ACTIONS} "
-            f"actions: siphon and program groups); this env has {num_actions}"
+            "--explore-floor needs the HackMatrix action space (its siphon and program "
+            f"groups); this env has {names.num_actions} actions"
         )
 
 
-def _make_algo_update(cfg: TrainConfig, apply_fn, env, env_params, is_hackmatrix: bool):
-    """The config's ``update(runner, sched)``: PPO's, or the search trainer's."""
-    if cfg.algo != "search":
-        return make_update(cfg, apply_fn, env, env_params, axis_name=AXIS)
-    # the search acts, the network learns its targets
-    from hackmatrix_train.alphazero import make_search_update
-
-    if not is_hackmatrix:
-        raise ValueError("--algo search plans with the HackMatrix game as its model")
-    return make_search_update(cfg, apply_fn, env, env_params, axis_name=AXIS)
-
-
-def add_metrics(sums: dict, raw: dict) -> dict:
-    """One update's raw metrics added to the chunk's sums (the highest stage: the max)."""
-    return {
-        k: (jnp.maximum(sums[k], v) if k == "ep_stage_max" else sums[k] + v) for k, v in raw.items()
-    }
+def learner_for(algo: str) -> Learner:
+    """The learner of ``--algo``: PPO's, or the search trainer's (imported only when used)."""
+    if algo == "search":
+        from hackmatrix_train.alphazero import LEARNER
+    else:
+        from hackmatrix_train.ppo import LEARNER
+    return LEARNER
 
 
 class Trainer:
-    """A compiled PPO trainer for one (config, env, env_params) on all local/global devices."""
+    """A compiled trainer for one (config, env, env_params, learner) on all devices.
 
-    def __init__(self, cfg: TrainConfig, env, env_params, devices=None):
+    ``learner`` (``update.Learner``) builds the update; ``actor`` and ``loss`` go to it as its
+    injection points (None: the learner's own).
+    """
+
+    def __init__(
+        self, cfg: TrainConfig, env, env_params, devices=None, *, learner: Learner,
+        actor=None, loss=None,
+    ):  # fmt: skip
         self.devices = list(devices) if devices is not None else jax.devices()
         self.num_devices = len(self.devices)
         validate(cfg, self.num_devices)
-        self.cfg, self.env, self.env_params = cfg, env, env_params
+        self.cfg, self.env, self.env_params, self.learner = cfg, env, env_params, learner
         self.schedule = make_schedule(cfg, cfg.num_updates)
         self.mesh = Mesh(np.array(self.devices), (AXIS,))
 
-        obs1, self.num_actions, self.num_components = _env_shapes(env, env_params)
-        comp_names, prog_names = _hackmatrix_names()
-        if comp_names is None or len(comp_names) != self.num_components:
-            comp_names = tuple(f"c{i}" for i in range(self.num_components))
-        self.component_names = comp_names
-        self.is_hackmatrix = self.num_actions == HACKMATRIX_ACTIONS and prog_names is not None
-        self.program_names = prog_names if self.is_hackmatrix else ()
-        _check_env_flags(cfg, obs1, self.num_actions)
+        self.names = env_names(env, env_params)
+        self.num_actions = self.names.num_actions
+        self.num_components = len(self.names.component_names)
+        self.component_names = self.names.component_names
+        self.program_names = self.names.program_names
+        check_env_flags(cfg, env, env_params, self.names)
 
         self.network = make_network(cfg.network, self.num_actions, cfg.hidden_dim, cfg.num_layers)
         self.tx = make_optimizer(cfg, self.num_updates)  # for the optimizer state's init
-        self._update = _make_algo_update(
-            cfg, self.network.apply, env, env_params, self.is_hackmatrix
+        self._update = learner.make_update(
+            cfg, self.network.apply, env, env_params, axis_name=AXIS, actor=actor, loss=loss
         )
 
         # sharding: envs, observations, accumulators and keys split over the mesh's axis
-        self.spec = _spec_tree()
+        self.spec = spec_tree()
         self.shardings = jax.tree.map(
             lambda s: NamedSharding(self.mesh, s), self.spec, is_leaf=lambda x: isinstance(x, P)
         )
@@ -128,7 +107,7 @@ class Trainer:
             # guaranteed by construction (pmean-ed gradients), and tested.
             check_vma=False,
         )
-        self._chunk = jax.jit(chunk)
+        self.chunk = jax.jit(chunk)  # (runner, n, schedule arrays) -> (runner, metrics)
         self._compiled = None
 
     # ---- init -------------------------------------------------------------------------------
@@ -193,12 +172,12 @@ class Trainer:
         )
 
         def body(_, carry):
-            runner, sums = carry
-            runner, raw = self._update(runner, sched)
-            return runner, add_metrics(sums, raw)
+            runner, (episodes, metrics) = carry
+            runner, (ep, m) = self._update(runner, sched)
+            return runner, (add_metrics(episodes, ep), add_metrics(metrics, m))
 
         runner, sums = jax.lax.fori_loop(0, n, body, (runner, zero))
-        metrics = finalize_metrics(sums, n, runner.update, self)
+        metrics = finalize_metrics(sums, n, runner.update, self.names)
         return runner.replace(key=runner.key[None]), metrics
 
     def set_num_updates(self, num_updates: int) -> None:
@@ -213,13 +192,14 @@ class Trainer:
         """The run's length in updates (the config's ``total_timesteps`` over the batch)."""
         return self.cfg.num_updates
 
-    def _schedule_arrays(self) -> Schedule:
+    def schedule_arrays(self) -> Schedule:
+        """The run's ``Schedule`` as the chunk takes it: int32 scalars."""
         return jax.tree.map(jnp.int32, self.schedule)
 
     def compile(self, runner: RunnerState):
         """Ahead-of-time compile the chunk; returns the compiled callable (cached)."""
         if self._compiled is None:
-            lowered = self._chunk.lower(runner, jnp.int32(1), self._schedule_arrays())
+            lowered = self.chunk.lower(runner, jnp.int32(1), self.schedule_arrays())
             self._compiled = lowered.compile()
         return self._compiled
 
@@ -227,61 +207,19 @@ class Trainer:
         """Run ``n`` updates; returns ``(runner, metrics)`` (device arrays, dispatched async)."""
         # no-op for arrays already placed; fixes e.g. empty arrays that come back replicated
         runner = jax.device_put(runner, self.shardings)
-        return self.compile(runner)(runner, jnp.int32(n), self._schedule_arrays())
+        return self.compile(runner)(runner, jnp.int32(n), self.schedule_arrays())
 
 
-def finalize_metrics(s: dict, n, update, names) -> dict:
-    """Turn a chunk's sums of ``n`` updates into the logged scalar metrics.
-
-    ``names`` (a ``Trainer``) gives the reward component and program names and whether the
-    HackMatrix action groups apply.
-    """
-    f32 = jnp.float32
-    n = jnp.maximum(n, 1).astype(f32)
-    eps = jnp.maximum(s["ep_count"], 1.0)
-    m = {
-        "train/episode_return": s["ep_return"] / eps,
-        "train/episode_length": s["ep_length"] / eps,
-        "train/num_episodes": s["ep_count"],
-        "train/learning_rate": s["lr"] / n,
-        "train/ent_coef": s["ent_coef"] / n,
-        "train/explore_floor": s["explore_floor"] / n,
-        "train/explore_weight": s["explore_weight"] / n,
-        "train/program_bonus": s["program_bonus"] / n,
-        "train/update": update.astype(f32),
-        "train/invalid_actions": s["invalid"],
-        # the trainer's shaping (loss only), per env step; train/episode_return excludes it
-        "train/shaping_per_step": s["shaping"] / jnp.maximum(s["action_counts"].sum(), 1.0),
-    }
-    for k in (
-        "pg_loss", "vf_loss", "entropy", "approx_kl", "clip_frac", "explained_variance",
-        "floor_loss", "grad_norm",
-    ):  # fmt: skip
-        m[f"train/{k}"] = s[k] / n
-    for i, name in enumerate(names.component_names):
-        m[f"reward/{name}"] = s["ep_breakdown"][i] / eps
-    counts = s["action_counts"]
-    total = jnp.maximum(counts.sum(), 1.0)
-    if names.is_hackmatrix:
-        m["actions/move_frac"] = counts[:4].sum() / total
-        m["actions/siphon_frac"] = counts[4] / total
-        m["actions/program_frac"] = counts[5:].sum() / total
-        kinds = s["kind_counts"]
-        ktot = jnp.maximum(kinds.sum(), 1.0)
-        for i, name in enumerate(("move", "attack", "siphon", "program", "invalid")):
-            if i < NUM_ACTION_KINDS:
-                m[f"actions/kind_{name}_frac"] = kinds[i] / ktot
-        for i, name in enumerate(names.program_names):
-            m[f"actions/program/{name}"] = counts[5 + i]
-        m["stats/mean_stage"] = s["ep_stage"] / eps
-        m["stats/highest_stage"] = s["ep_stage_max"]
-        m["stats/win_rate"] = s["ep_wins"] / eps
-        m["stats/history_overflow_frac"] = s["ep_overflow"] / eps
-        m["stats/programs_owned"] = s["programs_owned"] / total
-    else:
-        for i in range(names.num_actions):
-            m[f"actions/a{i}_frac"] = counts[i] / total
-    return {k: jnp.asarray(v, f32) for k, v in m.items()}
+def finalize_metrics(sums, n, update, names: EnvNames) -> dict:
+    """A chunk's sums of ``n`` updates as the logged float32 scalars: the episodes' metrics
+    (``stats.episode_metrics``), the learner's own averaged over the chunk as ``train/<name>``,
+    and ``train/update``."""
+    episodes, learner = sums
+    n = jnp.maximum(n, 1).astype(jnp.float32)
+    m = episode_metrics(episodes, names) if episodes else {}
+    m["train/update"] = update.astype(jnp.float32)
+    m.update({f"train/{k}": v / n for k, v in learner.items()})
+    return {k: jnp.asarray(v, jnp.float32) for k, v in m.items()}
 
 
 def make_env(cfg: TrainConfig):
@@ -295,8 +233,20 @@ def make_env(cfg: TrainConfig):
     return DisabledActionsWrapper(HackMatrix(), disabled) if disabled else HackMatrix()
 
 
-def make_train(cfg: TrainConfig, env=None, env_params=None, devices=None) -> Trainer:
-    """The trainer for ``cfg`` on ``env`` (default: HackMatrix with the config's env params)."""
+def make_train(
+    cfg: TrainConfig, env=None, env_params=None, devices=None, *, learner: Learner | None = None,
+    actor=None, loss=None, make_env=make_env,
+) -> Trainer:  # fmt: skip
+    """The trainer for ``cfg``: the injection points that replace every run-time patch.
+
+    * ``env``, ``env_params``: any gymnax 1.0 env whose observation carries ``action_mask``;
+      None: ``make_env(cfg)`` (default: HackMatrix as the config's agent sees it) with the
+      config's env params (``env.default_params`` for a given env).
+    * ``learner``: an ``update.Learner``; None: the one of ``cfg.algo`` (``learner_for``).
+    * ``actor``: ``(cfg, apply_fn) -> act(params, obs, env_state, key) -> (action, log_prob,
+      value, extra)``, the learner's rollout actor (None: its own).
+    * ``loss``: the learner's loss, with the learner's signature (None: its own).
+    """
     if env is None:
         from hackmatrix_env import EnvParams
 
@@ -309,4 +259,5 @@ def make_train(cfg: TrainConfig, env=None, env_params=None, devices=None) -> Tra
         raise ValueError("--disabled-programs applies to the HackMatrix env the trainer builds")
     if env_params is None:
         env_params = env.default_params
-    return Trainer(cfg, env, env_params, devices)
+    learner = learner or learner_for(cfg.algo)
+    return Trainer(cfg, env, env_params, devices, learner=learner, actor=actor, loss=loss)
