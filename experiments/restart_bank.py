@@ -10,7 +10,8 @@ agent brings into them.
 1. ``--bank-episodes`` games from stage 1 (key ``--bank-seed``, not an evaluation key) are
    played by the honest 8-simulation search on ``--policy``; every ``--bank-every``-th state
    at stage >= ``--bank-min-stage`` goes into the bank (the game only; the UNDO ring empty).
-2. ``hm-train`` runs with its env wrapped: where an episode ends, with probability
+2. ``hm-train`` runs with its env wrapped (the trainer's ``make_env``): where an episode ends,
+   with probability
    ``--bank-prob``, the fresh game of the auto-reset is replaced by a bank state with its
    hidden parts re-drawn (``resample_hidden``: "?" contents, transmissions' kinds, unseen
    cryptogs), time 0, so that no bank state replays one fixed hidden future.
@@ -64,9 +65,9 @@ def collect_bank(args):
     import jax.numpy as jnp
     import numpy as np
     from hackmatrix_train.config import TrainConfig
+    from hackmatrix_train.policy import load_policy
     from hackmatrix_train.search import run_search, search_config_from_train
     from hackmatrix_train.trainer import make_env
-    from hackmatrix_train.watch import load_policy
 
     apply_fn, params, env_params, meta = load_policy(args.policy)
     cfg = TrainConfig.from_dict(meta["config"])
@@ -140,12 +141,13 @@ def bank_restarts(env, bank, prob: float):
 def main(argv=None) -> int:
     args = parse(sys.argv[1:] if argv is None else argv)
     use_cpu_cores()
-    from hackmatrix_train import cli, trainer
+    from hackmatrix_train.cli import train
+    from hackmatrix_train.trainer import make_env
 
     bank = collect_bank(args)
-    plain = trainer.make_env
-    trainer.make_env = lambda cfg: bank_restarts(plain(cfg), bank, args.bank_prob)
-    return cli.train_main(args.train_args)
+    return train.main(
+        args.train_args, make_env=lambda cfg: bank_restarts(make_env(cfg), bank, args.bank_prob)
+    )
 
 
 if __name__ == "__main__":

@@ -9,8 +9,9 @@ true state, so the gap each part closes is the part's share of honesty's cost:
 * ``questions``: the unsiphoned question blocks keep their true content;
 * ``transmissions``: the transmissions keep their true kinds.
 
-These are peeking modes, for study only. ``search.py``'s ``resample_hidden`` is patched
-in-process, so ``hm-eval``'s search evaluation runs as is; every row names the part kept.
+These are peeking modes, for study only. The search's ``resample`` part is passed to
+``hm-eval``'s search evaluation (``evaluate_checkpoint(search_fn=...)``); every row names the
+part kept.
 
     uv run python experiments/search_hidden_parts.py --keep enemies --episodes 256 --seed 0
 """
@@ -45,15 +46,17 @@ def keep_true(part: str, true_state, drawn):
     return drawn.replace(game=game, history=drawn.history.replace(snapshots=snaps))
 
 
-def patch_search(part: str) -> None:
-    """Replace ``search.resample_hidden`` with one that leaves ``part`` true."""
+def partly_honest_search(part: str):
+    """``search.run_search`` whose determinization leaves ``part`` true."""
+    from functools import partial
+
     from hackmatrix_env.hidden import resample_hidden
-    from hackmatrix_train import search
+    from hackmatrix_train.search import run_search
 
-    def partly_honest(key, state):
-        return keep_true(part, state, resample_hidden(key, state))
+    def partly_honest(key, state, *belief):
+        return keep_true(part, state, resample_hidden(key, state, *belief))
 
-    search.resample_hidden = partly_honest
+    return partial(run_search, resample=partly_honest)
 
 
 def main(argv=None) -> int:
@@ -66,11 +69,13 @@ def main(argv=None) -> int:
     p.add_argument("--json", default=None)
     args = p.parse_args(argv)
     use_cpu_cores()  # before anything starts JAX, as hm-train does
-    from hackmatrix_train.cli import evaluate_checkpoint
+    from hackmatrix_train.policy import evaluate_checkpoint
 
-    patch_search(args.keep)
     search = [dict(num_simulations=n) for n in args.simulations]
-    summary = evaluate_checkpoint(args.policy, args.episodes, seed=args.seed, search=search)
+    summary = evaluate_checkpoint(
+        args.policy, args.episodes, seed=args.seed, search=search,
+        search_fn=partly_honest_search(args.keep),
+    )  # fmt: skip
     rows = []
     for row in summary["search"]:
         rows.append(

@@ -12,9 +12,10 @@ At 8 simulations, 2 considered actions and K = 4, each candidate is judged by 4 
 one-step samples of the game (4 re-draws, 4 chance draws) and the value, where one tree
 judges it by one sampled step and a few steps deeper along it.
 
-``mctx.gumbel_muzero_policy`` is replaced in-process (the search module looks it up at each
-call), so ``hm-eval``'s search evaluation runs as is; the played action comes back as one-hot
-``action_weights``, which ``run_search`` averages and argmaxes for K > 1.
+The pooled policy takes ``mctx.gumbel_muzero_policy``'s place as the search's ``policy_fn``
+part, passed to ``hm-eval``'s search evaluation (``evaluate_checkpoint(search_fn=...)``); the
+played action comes back as one-hot ``action_weights``, which ``run_search`` averages and
+argmaxes for K > 1.
 
     uv run python experiments/search_pooled.py --determinizations 4 --simulations 8 \
         --episodes 512 --seed 1
@@ -27,7 +28,6 @@ import functools
 import json
 import sys
 import time
-import types
 
 from hackmatrix_env.devices import use_cpu_cores
 
@@ -118,14 +118,11 @@ def pooled_policy(k: int):
     return policy
 
 
-def patch_search(k: int) -> None:
-    """Point ``search.mctx`` at a copy of mctx whose Gumbel MuZero policy is the pooled one."""
-    import mctx
-    from hackmatrix_train import search
+def pooled_search(k: int):
+    """``search.run_search`` with the pooled policy in mctx's Gumbel MuZero policy's place."""
+    from hackmatrix_train.search import run_search
 
-    shim = types.SimpleNamespace(**vars(mctx))
-    shim.gumbel_muzero_policy = pooled_policy(k)
-    search.mctx = shim
+    return functools.partial(run_search, policy_fn=pooled_policy(k))
 
 
 def main(argv=None) -> int:
@@ -139,13 +136,14 @@ def main(argv=None) -> int:
     p.add_argument("--json", default=None)
     args = p.parse_args(argv)
     use_cpu_cores()  # before anything starts JAX, as hm-train does
-    from hackmatrix_train.cli import evaluate_checkpoint
+    from hackmatrix_train.policy import evaluate_checkpoint
 
-    if not args.baseline:
-        patch_search(args.determinizations)
+    search_fn = None if args.baseline else pooled_search(args.determinizations)
     search = [dict(num_simulations=args.simulations, determinizations=args.determinizations)]
     start = time.time()
-    summary = evaluate_checkpoint(args.policy, args.episodes, seed=args.seed, search=search)
+    summary = evaluate_checkpoint(
+        args.policy, args.episodes, seed=args.seed, search=search, search_fn=search_fn
+    )
     row = summary["search"][0]
     out = dict(
         pooled=not args.baseline,

@@ -8,9 +8,10 @@ leaf value becomes
 
     (1 - lam) * V(s) + lam * (sum_i gamma^i r_i + gamma^depth V(s_depth))
 
-(AlphaGo's mix; terminal states absorb, the rewards in the value's units). ``search.py`` is
-patched in-process (``make_recurrent_fn``), so ``hm-eval``'s search evaluation runs it as is;
-every row names its depth and lambda. Each simulation costs ``1 + depth`` network calls.
+(AlphaGo's mix; terminal states absorb, the rewards in the value's units). The mixed model is
+the search's ``make_recurrent`` part, passed to ``hm-eval``'s search evaluation
+(``evaluate_checkpoint(search_fn=...)``); every row names its depth and lambda. Each
+simulation costs ``1 + depth`` network calls.
 
     uv run python experiments/search_rollouts.py --depth 8 --lam 0.5 --episodes 256 --seed 0
 """
@@ -26,18 +27,18 @@ from hackmatrix_env.devices import use_cpu_cores
 POLICY = "policies/default-cpu-42m-s1-vf0125"
 
 
-def patch_search(depth: int, lam: float) -> None:
-    """Replace ``search.make_recurrent_fn`` with one whose leaf values mix in rollouts."""
+def rollout_search(depth: int, lam: float):
+    """``search.run_search`` whose model's leaf values mix in rollouts."""
+    from functools import partial
+
     import jax
     import jax.numpy as jnp
     import mctx
     from hackmatrix_env.transition import step_state
     from hackmatrix_train import search
 
-    original = search.make_recurrent_fn
-
     def make_recurrent_fn(apply_fn, cfg):
-        base = original(apply_fn, cfg)
+        base = search.make_recurrent_fn(apply_fn, cfg)
 
         def rollout_value(params, key, state, done):
             def one(carry, k):
@@ -73,7 +74,7 @@ def patch_search(depth: int, lam: float) -> None:
 
         return recurrent_fn
 
-    search.make_recurrent_fn = make_recurrent_fn
+    return partial(search.run_search, make_recurrent=make_recurrent_fn)
 
 
 def main(argv=None) -> int:
@@ -89,11 +90,13 @@ def main(argv=None) -> int:
     if args.depth < 1 or not 0.0 <= args.lam <= 1.0:
         p.error("--depth must be >= 1 and --lam in [0, 1]")
     use_cpu_cores()  # before anything starts JAX, as hm-train does
-    from hackmatrix_train.cli import evaluate_checkpoint
+    from hackmatrix_train.policy import evaluate_checkpoint
 
-    patch_search(args.depth, args.lam)
     search = [dict(num_simulations=n) for n in args.simulations]
-    summary = evaluate_checkpoint(args.policy, args.episodes, seed=args.seed, search=search)
+    summary = evaluate_checkpoint(
+        args.policy, args.episodes, seed=args.seed, search=search,
+        search_fn=rollout_search(args.depth, args.lam),
+    )  # fmt: skip
     rows = []
     for row in summary["search"]:
         rows.append(

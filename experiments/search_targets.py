@@ -68,15 +68,18 @@ def q_shift(out, k: float, margin: float):
 
 
 def make_actor(args):
-    """A ``alphazero.search_actor`` replacement that builds the control's target."""
+    """The trainer's ``actor`` (``alphazero.search_actor``'s shape): the control's target."""
     import jax
     import jax.numpy as jnp
+    from hackmatrix_train.alphazero import search_config
+    from hackmatrix_train.policy import load_policy
     from hackmatrix_train.search import MASKED_LOGIT, run_search
-    from hackmatrix_train.watch import load_policy
 
-    start = load_policy(args.start)[1] if args.control == "anchored" else None
+    start = load_policy(args.start).params if args.control == "anchored" else None
 
-    def search_actor(apply_fn, search_cfg, target="improved"):
+    def search_actor(cfg, apply_fn):
+        search_cfg = search_config(cfg)
+
         def act(params, obs, env_state, key):
             k_search, k_noise = jax.random.split(key)
             out = run_search(apply_fn, search_cfg, params, k_search, env_state)
@@ -106,10 +109,9 @@ def make_actor(args):
 def main(argv=None) -> int:
     args = parse(sys.argv[1:] if argv is None else argv)
     use_cpu_cores()  # before anything starts JAX (loading --start does), as hm-train does
-    from hackmatrix_train import alphazero, cli
+    from hackmatrix_train.cli import train
 
-    alphazero.search_actor = make_actor(args)
-    return cli.train_main(args.train_args)
+    return train.main(args.train_args, actor=make_actor(args))
 
 
 if __name__ == "__main__":

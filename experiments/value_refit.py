@@ -34,7 +34,8 @@ def parse(argv):
 
 
 def make_loss(layers, base_loss):
-    """``alphazero.search_loss`` with the policy term's weight 0 and gradients only into
+    """The trainer's ``loss``: ``alphazero.search_loss`` with the policy term's weight 0 and
+    gradients only into
     ``layers`` (the other parameters enter through ``stop_gradient``)."""
     import jax
 
@@ -55,10 +56,10 @@ def make_loss(layers, base_loss):
 def main(argv=None) -> int:
     args = parse(sys.argv[1:] if argv is None else argv)
     use_cpu_cores()  # before anything starts JAX, as hm-train does
-    from hackmatrix_train import alphazero, cli
+    from hackmatrix_train.alphazero import search_loss
+    from hackmatrix_train.cli import train
 
-    alphazero.search_loss = make_loss(tuple(args.critic_layers), alphazero.search_loss)
-    return cli.train_main(args.train_args)
+    return train.main(args.train_args, loss=make_loss(tuple(args.critic_layers), search_loss))
 
 
 if __name__ == "__main__":
