@@ -40,7 +40,7 @@ LAYER = {
 SIDE = {"scenario", "render", "viewer", "argparsing"}  # host-side: layers 0-1 plus observation/mask
 # The adapters' host-only render methods import the viewer inside the method.
 RENDER_HOOKS = {("env", "viewer"), ("jumanji", "viewer")}
-TOOLS = {"bench", "__init__"}  # entry points: may import any layer, never jumanji
+TOOLS = {"__init__"}  # entry points: may import any layer, never jumanji
 SAME_LAYER_ALLOWED = {("programs", "history"), ("observation", "mask")}
 # Host-side adapters (never jitted) may use the host-side renderer.
 SIDE_IMPORTERS = {"gymnasium"}
@@ -84,6 +84,17 @@ MODULES = sorted(p.stem for p in PKG.glob("*.py"))
 def test_every_module_is_classified():
     unknown = set(MODULES) - set(LAYER) - SIDE - TOOLS
     assert not unknown, f"add {unknown} to the layer table of style.md §2 and this test"
+
+
+def test_every_classified_module_exists():
+    """A module that is renamed or removed leaves the tables too (no stale names)."""
+    named = set(LAYER) | SIDE | TOOLS | {m for pair in SAME_LAYER_ALLOWED for m in pair}
+    named |= (
+        {m for pair in RENDER_HOOKS for m in pair}
+        | SIDE_IMPORTERS
+        | set(FRAMEWORK_ADAPTER.values())
+    )
+    assert named <= set(MODULES), f"no such module: {sorted(named - set(MODULES))}"
 
 
 @pytest.mark.parametrize("module", MODULES)
