@@ -130,7 +130,7 @@ def main(argv=None) -> int:
     p.add_argument("--policy", default=POLICY)
     p.add_argument("--determinizations", type=int, default=4, help="K, the pooled trees")
     p.add_argument("--simulations", type=int, default=8, help="in all, split among the K")
-    p.add_argument("--baseline", action="store_true", help="the unpatched search, same K")
+    p.add_argument("--baseline", action="store_true", help="mctx's own Gumbel policy, same K")
     p.add_argument("--episodes", type=int, default=256)
     p.add_argument("--seed", type=int, default=0, help="evaluation key")
     p.add_argument("--json", default=None)

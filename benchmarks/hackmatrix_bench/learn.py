@@ -36,6 +36,8 @@ CURVE_KEYS = (
     "actions/kind_attack_frac", "train/entropy", "train/approx_kl", "train/clip_frac",
     "train/explained_variance", "train/ent_coef", "train/explore_floor", "train/explore_weight", "train/floor_loss",
     "train/program_bonus",
+    # the search trainer's own (alphazero.py): its cross-entropy, KL to the target, override share
+    "train/policy_ce", "train/target_kl", "train/override_frac",
 )  # fmt: skip
 # Periodic evaluation (--eval-every): the sampled policy on whole episodes of the real game
 # (stage 1), unbiased by the short-episode skew of training returns.
