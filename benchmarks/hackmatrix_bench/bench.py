@@ -294,6 +294,12 @@ BENCHMARKS: dict[str, Benchmark] = {
         "env steps/s and compile (trace/lower/XLA, kernels), plain vmap and over the CPU cores",
         "2-3 min on 2 CPU cores",
     ),
+    "compile": Benchmark(
+        "cold compile per program (env reset/step, PPO, search, evaluators): trace, lower and "
+        "XLA seconds, optimized-HLO instructions and kernels; --phases: the env step's parts",
+        "5-10 min on 2 CPU cores (--tiny: 3-5 min)",
+        module="hackmatrix_bench.compile_bench",
+    ),
     "train": Benchmark(
         "PPO end to end: init, compile and steps/s per env count",
         "3-5 min on 2 CPU cores",
