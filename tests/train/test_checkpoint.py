@@ -110,7 +110,7 @@ def test_resume_rejects_changed_shape_flags(reference, tmp_path):
     ckpt.save_checkpoint(tmp_path / "r", final, CFG.to_dict(), {"run_name": "r"})
     args = build_parser().parse_args(["--resume", str(tmp_path / "r"), "--hidden-dim", "32"])
     cfg, explicit = config_from_args(args)
-    with pytest.raises(SystemExit, match="--hidden-dim"):
+    with pytest.raises(ValueError, match="--hidden-dim"):
         run(cfg, explicit, env=ENV, env_params=PARAMS, out=lambda s: None)
 
 
@@ -199,12 +199,12 @@ def test_init_params_errors_are_clear(reference, tmp_path):
     _, final = reference
     path = ckpt.save_checkpoint(tmp_path, final, CFG.to_dict(), {})
     bad = CFG.replace(hidden_dim=32, init_params=str(path), checkpoint_dir=str(tmp_path / "o"))
-    with pytest.raises(SystemExit, match=r"cannot load --init-params.*hidden-dim"):
+    with pytest.raises(ValueError, match=r"cannot load --init-params.*hidden-dim"):
         run(bad, env=ENV, env_params=PARAMS, out=lambda s: None)
     missing = CFG.replace(init_params=str(tmp_path / "nowhere"), checkpoint_dir=str(tmp_path))
-    with pytest.raises(SystemExit, match="cannot load --init-params"):
+    with pytest.raises(ValueError, match="no such file or directory"):
         run(missing, env=ENV, env_params=PARAMS, out=lambda s: None)
     path.write_bytes(b"garbage")
     corrupt = CFG.replace(init_params=str(path), checkpoint_dir=str(tmp_path / "o"))
-    with pytest.raises(SystemExit, match=r"cannot load --init-params.*corrupt"):
+    with pytest.raises(ValueError, match=r"cannot load --init-params.*corrupt"):
         run(corrupt, env=ENV, env_params=PARAMS, out=lambda s: None)

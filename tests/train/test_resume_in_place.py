@@ -136,7 +136,7 @@ def test_resume_refuses_flags_that_would_move_the_run(states, tmp_path):
     train(tmp_path / "ck", 2)
     for flags in (["--checkpoint-dir", str(tmp_path / "x")], ["--run-name", "x"],
                   ["--run-suffix", "x"]):  # fmt: skip
-        with pytest.raises(SystemExit, match="continues in the run's own directory"):
+        with pytest.raises(ValueError, match="continues in the run's own directory"):
             resume(tmp_path / "ck" / NAME, *flags)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ck"]
 

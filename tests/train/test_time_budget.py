@@ -13,7 +13,7 @@ from hackmatrix_train.run import budget_updates, run
 from hackmatrix_train.trainer import make_train
 from hypothesis import given
 from hypothesis import strategies as st
-from train.recipes import RECIPES, plain_ppo
+from train.recipes import plain_ppo
 from train.train_probes import ProbeParams, ProbeSuite
 from train.trees import assert_trees_equal
 
@@ -177,7 +177,7 @@ def test_the_default_is_a_budget_and_an_explicit_length_replaces_it(capsys):
     assert fixed == default.replace(time_budget=None, total_timesteps=2_000_000)
     assert "as many updates as fit" not in describe_plan(fixed)
     assert "as many updates as fit --time-budget 50 min" in describe_plan(default)
-    depth = str(RECIPES / "depth.toml")
+    depth = "depth"  # a shipped recipe, by name
     other_recipe, _ = config_from_args(build_parser().parse_args(["--recipe", depth]))
     assert other_recipe.time_budget is None  # a recipe's length replaces the budget too
     budgeted, _ = config_from_args(

@@ -107,7 +107,7 @@ class TrainConfig:
     The field defaults are the default recipe, HackMatrix's (``hm-train`` with no flag): the grid
     encoder, a program bonus and UNDO out of the agent's mask, and a time budget in place of a
     fixed length (set ``time_budget=None`` for ``total_timesteps``). Plain PPO, for any gymnax
-    env, is ``experiments/recipes/reference.toml``.
+    env, is the shipped recipe ``reference`` (``recipe.py``).
     """
 
     # rollout / batch
