@@ -450,15 +450,19 @@ def final_evaluation(trainer, params, cfg: TrainConfig, run_dir: Path, out=print
     """
     import jax
 
-    from hackmatrix_train.evaluate import evaluate_params, format_table
+    from hackmatrix_train import progress
+    from hackmatrix_train.evaluate import evaluate_params
+    from hackmatrix_train.tables import format_table
 
+    # compile notice and progress bar on stderr, from one process of a multi-host run
+    report = progress.Reporter(quiet=jax.process_index() != 0)
     env, env_params = trainer.env, trainer.env_params
     if hasattr(env_params, "start_stage"):  # an injected EnvParams may start elsewhere
         env_params = env_params.replace(start_stage=1)
     out(f"final evaluation: {cfg.final_eval_episodes} greedy episodes from stage 1 ...")
     summary = evaluate_params(
         env, env_params, trainer.network.apply, jax.device_get(params), cfg.final_eval_episodes,
-        cfg.final_eval_seed, greedy=True, program_names=trainer.program_names,
+        cfg.final_eval_seed, greedy=True, program_names=trainer.program_names, report=report,
     )  # fmt: skip
     summary["env_steps"] = cfg.num_updates * cfg.batch_size
     summary["disabled_programs"] = list(cfg.disabled_programs)
@@ -469,7 +473,7 @@ def final_evaluation(trainer, params, cfg: TrainConfig, run_dir: Path, out=print
 
         row = search_summary(
             env, env_params, trainer.network.apply, jax.device_get(params), search_config(cfg),
-            cfg.final_eval_episodes, cfg.final_eval_seed, trainer.program_names,
+            cfg.final_eval_episodes, cfg.final_eval_seed, trainer.program_names, report=report,
         )  # fmt: skip
         summary["search"] = [row]
         search = cfg.search

@@ -1,0 +1,76 @@
+"""Evaluation summaries as text: aligned tables, one column per policy row (``hm-eval``, the
+final evaluation of ``hm-train``). The terms are explained in ``hm-eval -h``."""
+
+from __future__ import annotations
+
+
+def format_table(summary: dict, title: str = "evaluation") -> str:
+    """A plain-text table of one summary (``format_summaries``)."""
+    return format_summaries([summary], title)
+
+
+def _pct(x) -> str:
+    return f"{100 * x:.1f} %"
+
+
+# (label, the cell of a summary, or None where the summary lacks it); terms: hm-eval -h
+SUMMARY_ROWS = (
+    ("episodes", lambda s: f"{s['episodes']}"),
+    ("return, mean ± std", lambda s: f"{s['return_mean']:+.2f} ± {s['return_std']:.2f}"),
+    ("return, min / max", lambda s: f"{s['return_min']:+.2f} / {s['return_max']:+.2f}"),
+    ("length, mean", lambda s: f"{s['length_mean']:.1f}"),
+    ("stage, mean", lambda s: f"{s['stage_mean']:.2f}"),
+    ("stage 3+ / 5+", lambda s: f"{_pct(s['stage_3plus_frac'])} / {_pct(s['stage_5plus_frac'])}"),
+    ("wins", lambda s: _pct(s["win_rate"])),
+    ("wins by the exit", lambda s: _pct(s["win_rate_without_quirk"])),
+    ("episodes using the UNDO quirk", lambda s: f"{s['episodes_using_the_quirk']}"),
+    ("completions: exit / UNDO quirk",
+     lambda s: f"{s['stage_completions_by_exit']} / {s['stage_completions_by_undo_quirk']}"),
+    ("unfinished (step limit)", lambda s: f"{s['unfinished']}"),
+    ("moves / siphons / programs",
+     lambda s: " / ".join(f"{100 * s[k]:.0f}%" for k in ("move_frac", "siphon_frac", "program_frac"))),
+    ("siphons per episode", lambda s: f"{s['siphons_per_episode']:.2f}"),
+    ("blocks siphoned per episode", lambda s: f"{s['block_siphons_per_episode']:.2f}"),
+    ("programs acquired per episode", lambda s: f"{s['programs_acquired_per_episode']:.2f}"),
+    ("programs used per episode", lambda s: f"{s['programs_per_episode']:.2f}"),
+    ("distinct programs used", lambda s: f"{s['distinct_programs_used']}"),
+    ("ms per decision", lambda s: f"{1e3 * s['seconds_per_decision']:.2f}"),
+    ("compile seconds", lambda s: f"{s['compile_seconds']:.1f}"),
+)  # fmt: skip
+
+
+def column_name(summary: dict) -> str:
+    """A summary's column header: its policy, or its search's simulations and mode."""
+    search = summary.get("search")
+    if isinstance(search, dict):
+        return f"search {search['num_simulations']} {search['mode']}"
+    return str(summary.get("policy", "policy"))
+
+
+def format_summaries(summaries: list[dict], title: str = "evaluation") -> str:
+    """Summaries side by side, one column each, one aligned line per figure (``SUMMARY_ROWS``;
+    a figure no summary has is left out), then each one's stages reached and program use."""
+    names = [column_name(s) for s in summaries]
+    lines = []
+    for label, cell in SUMMARY_ROWS:
+        cells = []
+        for s in summaries:
+            try:
+                cells.append(cell(s))
+            except KeyError:
+                cells.append("-")
+        if any(c != "-" for c in cells):
+            lines.append((label, cells))
+    width = max(len(label) for label, _ in lines)
+    cols = [max(len(n), *(len(c[i]) for _, c in lines)) for i, n in enumerate(names)]
+    out = [title, "-" * len(title)]
+    out.append(" " * width + "".join(f"  {n:>{w}}" for n, w in zip(names, cols, strict=True)))
+    out += [f"{label:<{width}}" + "".join(f"  {c:>{w}}" for c, w in zip(cells, cols, strict=True))
+            for label, cells in lines]  # fmt: skip
+    for name, s in zip(names, summaries, strict=True):
+        stages = " ".join(f"{k}:{v}" for k, v in s["stage_distribution"].items())
+        out.append(f"{name}: episodes ending at each stage  {stages}")
+        if "program_use" in s:
+            used = ", ".join(f"{k} {v}" for k, v in s["program_use"].items() if v) or "none"
+            out.append(f"{name}: program use  {used}")
+    return "\n".join(out)
