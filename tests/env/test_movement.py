@@ -22,9 +22,7 @@ def _resolve(state, d):
     return movement.resolve_direction(state, d)
 
 
-@jax.jit
-def _valid(state):
-    return jax.vmap(lambda d: movement.can_enter_or_hit(state, d))(jnp.arange(4))
+_valid = jax.jit(movement.direction_mask)
 
 
 def _pos(s):

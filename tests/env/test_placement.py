@@ -8,11 +8,22 @@ import numpy as np
 import pytest
 from builders import make_state
 from hackmatrix_env.constants import MAX_TRANSMISSIONS
-from hackmatrix_env.placement import PLACEMENT_SUCCESS, line_of_fire_map, place_transmissions
+from hackmatrix_env.placement import (
+    PLACEMENT_SUCCESS,
+    line_of_fire_rows,
+    place_transmissions,
+    rows_of,
+)
 from hackmatrix_env.rng import hash_uniform, rng_seed
 from scipy import stats
 
 _place = jax.jit(place_transmissions, static_argnames=("max_count",))
+
+
+def line_of_fire_map(player_pos: jax.Array, shield_map: jax.Array) -> jax.Array:
+    """bool[6,6]: ``placement.line_of_fire_rows`` as a cell map."""
+    rows = line_of_fire_rows(player_pos, rows_of(shield_map))
+    return ((rows[:, None] >> jnp.arange(6)) & 1) == 1
 
 
 @jax.jit

@@ -14,8 +14,6 @@ from hackmatrix_env import viewer
 from hackmatrix_env.constants import ENEMY_NAMES, GRID_SIZE
 from hackmatrix_env.scenario import observation_json, state_from_json
 
-pytest.importorskip("matplotlib")
-
 
 def every_kind_state():
     """One board with every item kind: all enemy kinds (a hidden and a seen cryptog, a
@@ -182,16 +180,28 @@ def test_scene_agrees_with_the_observation_json(seed):
     assert hints == {(h["row"], h["col"]) for h in obs["cryptogHints"]}
 
 
+def drawn_items(fig) -> list[tuple[str, int, int, str]]:
+    """``(kind, row, col, label)`` of every tagged artist of a figure ``viewer.draw`` made."""
+    out = []
+    for ax in fig.axes:
+        for artist in [*ax.patches, *ax.texts, *ax.artists]:
+            gid = artist.get_gid()
+            if gid and gid.count(":") >= 3:
+                kind, r, c, label = gid.split(":", 3)
+                out.append((kind, int(r), int(c), label))
+    return out
+
+
 def test_drawn_artists_are_the_scene_items():
     s = every_kind_state()
     fig, _ = viewer.draw(s, last_action=0)
-    drawn = Counter((k, r, c) for k, r, c, _ in viewer.drawn_items(fig))
+    drawn = Counter((k, r, c) for k, r, c, _ in drawn_items(fig))
     sc = viewer.scene(s)
     expect = Counter(
         (it["kind"], r, c) for r in range(6) for c in range(6) for it in sc["cells"][r][c]
     )
     assert drawn == expect
-    labels = {(k, r, c): label for k, r, c, label in viewer.drawn_items(fig)}
+    labels = {(k, r, c): label for k, r, c, label in drawn_items(fig)}
     assert labels[("player", 2, 2)] == "@3"
     assert labels[("block", 4, 4)] == "crash" and labels[("block", 0, 3)] == "?"
     assert labels[("transmission", 1, 1)] == "g3"
@@ -205,7 +215,7 @@ def test_env_render_hooks_and_rgb_array(tmp_path):
 
     s = every_kind_state()
     fig, ax = HackMatrix().render(s, None)
-    assert viewer.drawn_items(fig) and ax in fig.axes
+    assert drawn_items(fig) and ax in fig.axes
     jstate = State(env_state=s, key=np.zeros(2, np.uint32))
     image = HackMatrixJumanji().render(jstate, save_path=tmp_path / "board.png")
     assert image.dtype == np.uint8 and image.ndim == 3 and image.shape[2] == 3

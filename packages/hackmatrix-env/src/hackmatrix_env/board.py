@@ -2,8 +2,8 @@
 
 Pools (enemies, transmissions) are compact in spec list order (types.py): the
 alive entries sit in slots 0..count-1, so "the first entity on a cell" is the
-lowest matching slot (rules §2.7). Appends write at slot ``count``; removal is
-a stable compaction that also zeroes the freed slots, so a pool has exactly
+lowest matching slot (rules §2.7). Appends write at slot ``count``; removal
+(``remove_slot``) is a stable compaction that also zeroes the freed slot, so a pool has exactly
 one representation (dead slots are all zeros).
 
 Positions are stored int8; every function here computes in int32.
@@ -100,11 +100,6 @@ def _pool_maps(pos: jax.Array, alive: jax.Array) -> jax.Array:
     rows = pos[:, 0, None, None] == _ROWS[None, :, None]
     cols = pos[:, 1, None, None] == _ROWS[None, None, :]
     return rows & cols & alive[:, None, None]
-
-
-def enemy_count_map(enemies: Enemies) -> jax.Array:
-    """int32[6,6]: number of alive enemies on each cell."""
-    return jnp.sum(_pool_maps(enemies.pos, enemies.alive), axis=0, dtype=jnp.int32)
 
 
 def enemy_occupancy_map(enemies: Enemies) -> jax.Array:
@@ -221,29 +216,12 @@ def append_transmission(
     return _write_slot(transmissions, count, values, valid & fits), valid & ~fits
 
 
-def _compact(pool):
-    # Source slot of output k = index of the (k+1)-th alive entry = #{j : cum_j <= k}
-    # (inclusive prefix count). Comparisons instead of argsort: sorts are slow on CPU.
-    n = pool.alive.shape[0]
-    cum = jnp.cumsum(pool.alive, dtype=jnp.int32)
-    src = jnp.sum(cum[None, :] <= jnp.arange(n, dtype=jnp.int32)[:, None], axis=1)
-    alive = jnp.arange(n) < cum[-1]
-    src = jnp.minimum(src, n - 1)
-
-    def gather(x):
-        y = x[src]
-        keep = alive.reshape(alive.shape + (1,) * (y.ndim - 1))
-        return jnp.where(keep, y, jnp.zeros((), y.dtype))
-
-    return jax.tree.map(gather, pool)
-
-
 def remove_slot(pool, idx: jax.Array, remove: jax.Array):
     """``pool`` without entry ``idx`` where ``remove`` (list order kept, freed slot zeroed).
 
     For a pool in canonical form (alive entries first, dead slots zero) this is
-    what ``_compact`` gives after killing one entry, without a prefix sum or a
-    gather: the entries after ``idx`` shift down by one.
+    the stable compaction of rules §2.7 after killing one entry, without a prefix sum
+    or a gather: the entries after ``idx`` shift down by one.
     """
     n = pool.alive.shape[0]
     shift = remove & (jnp.arange(n) >= idx)  # bool[N]
@@ -254,8 +232,3 @@ def remove_slot(pool, idx: jax.Array, remove: jax.Array):
         return jnp.where(s, after, x)
 
     return jax.tree.map(f, pool)
-
-
-def compact_enemies(enemies: Enemies) -> Enemies:
-    """Remove dead enemies, keeping list order; freed slots are zeroed (rules §2.7)."""
-    return _compact(enemies)

@@ -43,11 +43,6 @@ def direction_mask(state: GameState) -> jax.Array:
     return on_board & (~blocked | enemy)
 
 
-def can_enter_or_hit(state: GameState, d: jax.Array) -> jax.Array:
-    """bool[]: direction ``d`` is valid in the mask (``direction_mask(state)[d]``)."""
-    return direction_mask(state)[d]
-
-
 def find_target(state: GameState, d: jax.Array):
     """Walk the line of fire from the player (rules §4.1).
 

@@ -43,10 +43,9 @@ MAX_LAYERS = NUM_CELLS - 1  # a shortest path on 36 cells has at most 35 steps
 
 Bits = tuple[jax.Array, jax.Array]  # (lo, hi) int32 scalars
 
-# Cell weights: bit of (row, col) inside its word, and which word.
+# Cell weights: bit of (row, col) inside its word (rows 0-2 the low word, 3-5 the high one).
 _r, _c = jnp.meshgrid(jnp.arange(GRID_SIZE), jnp.arange(GRID_SIZE), indexing="ij")
 _CELL_BIT = ((_r % 3) * 6 + _c).astype(jnp.int32)  # int32[6,6]
-_CELL_HI = _r >= 3  # bool[6,6]
 _CELL_WEIGHT = jnp.left_shift(jnp.int32(1), _CELL_BIT)  # int32[6,6]
 
 
@@ -72,12 +71,6 @@ def has_bit(bits: Bits, pos: jax.Array) -> jax.Array:
     """bool[]: ``pos`` is in the set (False when off the board)."""
     cell = bits_of_cell(pos)
     return ((bits[0] & cell[0]) | (bits[1] & cell[1])) != 0
-
-
-def map_from_bits(bits: Bits) -> jax.Array:
-    """bool[6,6] map of a bitboard."""
-    word = jnp.where(_CELL_HI, bits[1], bits[0])
-    return (jnp.right_shift(word, _CELL_BIT) & 1) == 1
 
 
 def expand(bits: Bits) -> Bits:

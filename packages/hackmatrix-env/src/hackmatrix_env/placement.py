@@ -85,12 +85,6 @@ def line_of_fire_rows(player_pos: jax.Array, shield_rows: jax.Array) -> jax.Arra
     return jnp.where(row_ids == pr, row_line, 0) | (((col_line >> row_ids) & 1) << pc)
 
 
-def line_of_fire_map(player_pos: jax.Array, shield_map: jax.Array) -> jax.Array:
-    """bool[6,6]: ``line_of_fire_rows`` as a cell map."""
-    rows = line_of_fire_rows(player_pos, rows_of(shield_map))
-    return ((rows[:, None] >> jnp.arange(GRID_SIZE)) & 1) == 1
-
-
 def rows_of(cells: jax.Array) -> jax.Array:
     """int32[6]: row bit masks (bit c = col c) of a bool[6,6] cell map."""
     weights = jnp.asarray(1 << _IDX, jnp.int32)

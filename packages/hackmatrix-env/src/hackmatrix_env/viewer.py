@@ -447,18 +447,6 @@ def draw_scene(sc: dict, ax=None):
     return fig, ax
 
 
-def drawn_items(fig) -> list[tuple[str, int, int, str]]:
-    """``(kind, row, col, label)`` of every tagged artist of a figure ``draw`` made."""
-    out = []
-    for ax in fig.axes:
-        for artist in [*ax.patches, *ax.texts, *ax.artists]:
-            gid = artist.get_gid()
-            if gid and gid.count(":") >= 3:
-                kind, r, c, label = gid.split(":", 3)
-                out.append((kind, int(r), int(c), label))
-    return out
-
-
 def rgb_array(state: Any, last_action: int | None = None) -> np.ndarray:
     """uint8[H, W, 3]: the picture ``draw`` makes, for video wrappers."""
     fig, _ = draw(state, last_action)
