@@ -90,3 +90,10 @@ def test_the_shipped_recipes_load_by_name_and_set_search_tables(tmp_path):
     cfg, explicit = train.config_from_args(args)
     assert (cfg.search.num_simulations, cfg.search.mode) == (16, "honest")
     assert explicit == {"search_mode"}
+
+
+def test_a_zero_default_is_shown_and_the_terms_are_explained():
+    entries = options(evaluate.build_parser().format_help())
+    assert "(default: 0)" in entries["--seed"]  # 0 is a default, not "unset"
+    text = evaluate.build_parser().format_help()
+    assert "wins by the exit" in text and "UNDO quirk" in text and "programs acquired" in text

@@ -16,7 +16,8 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
     def _get_help_string(self, action):
         text = action.help or ""
         default = action.default
-        if "default" in text or default in (None, False, argparse.SUPPRESS) or default == ():
+        unset = default is None or default is False or default is argparse.SUPPRESS
+        if "default" in text or unset or (isinstance(default, tuple) and not default):
             return text
         return f"{text} (default: %(default)s)"
 

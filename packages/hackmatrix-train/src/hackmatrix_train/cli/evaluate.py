@@ -20,14 +20,16 @@ from hackmatrix_train.cli.common import (
 
 TERMS = """\
 the summary's terms:
-  wins                 episodes that won the game (stage 8 completed)
-  wins by the exit     wins without the UNDO quirk: every stage left by its exit
-  UNDO quirk           UNDO across a stage's end completes the stage again (rules §11.4);
-                       "episodes using the quirk" and "completions by the UNDO quirk" count it
-  blocks siphoned      siphons that reached a block (the rest took only credits and energy)
-  programs acquired    programs gained from program blocks, per episode
+  wins                 episodes that won the game (the victory bonus), by any route
+  UNDO quirk           a stage completed from a board that UNDO restored across a stage change,
+                       whose exit is not at the exit cell (rules §11.4); "episodes using the
+                       UNDO quirk" have at least one such completion
+  wins by the exit     wins of the episodes that never used the quirk
+  completions          stages completed by the exit / through the UNDO quirk, all episodes
+  unfinished           episodes the step limit cut while alive
+  blocks siphoned      siphons that reached a block (the others took only credits, energy)
+  programs acquired    programs gained by siphoning program blocks, per episode
   stage 3+ / 5+        episodes that reached stage 3 (5) or beyond
-  unfinished           episodes cut by the step limit
 """
 
 
