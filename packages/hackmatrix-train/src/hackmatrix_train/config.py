@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from hackmatrix_env.constants import FIRST_PROGRAM, HISTORY_DEPTH, PROGRAM_NAMES
 
-from hackmatrix_train.search import SearchConfig
+from hackmatrix_train.search_config import SearchConfig
 
 # --auto-tune's envs per device (the measured speeds that chose them: specs/train.md §5, §10)
 AUTO_TUNE_ENVS = {"cpu": 256, "accelerator": 16384}

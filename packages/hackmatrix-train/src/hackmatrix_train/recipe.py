@@ -20,7 +20,7 @@ from hackmatrix_train.config import (
     has_program_term,
     replace_search,
 )
-from hackmatrix_train.search import SearchConfig
+from hackmatrix_train.search_config import SearchConfig
 
 SHIPPED = Path(__file__).resolve().parent / "recipes"  # the recipes in the package
 NOT_RECIPE_FIELDS = frozenset({"notes", "resume", "rewind", "search"})

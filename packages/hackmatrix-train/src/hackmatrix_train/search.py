@@ -52,117 +52,20 @@ from hackmatrix_env.programs import owned_programs
 from hackmatrix_env.transition import step_state
 from hackmatrix_env.types import History
 
-MODES = ("honest", "oracle")
-SELECTIONS = ("gumbel", "improved")
-TARGET_QS = ("rescaled", "raw")
-CHANCES = ("sampled", "common")
+from hackmatrix_train.search_config import (  # noqa: F401 (re-exported: search.SearchConfig)
+    CHANCES,
+    MODES,
+    SELECTIONS,
+    SIMULATIONS_PER_DETERMINIZATION,
+    TARGET_QS,
+    SearchConfig,
+    check_search_config,
+    num_determinizations,
+)
+
 # The logit of an action out of the mask: finite, so mctx's softmax and the completed-Q sums
 # stay finite; exp(-1e9 - max) is exactly 0 in float32.
 MASKED_LOGIT = -1e9
-
-
-@dataclasses.dataclass(frozen=True)
-class SearchConfig:
-    """How a search plans. Frozen and hashable: it is a static argument of the jitted search.
-
-    ``selection``: ``"gumbel"`` plays mctx's action (Gumbel-Top-k with sequential halving:
-    sampled when ``gumbel_scale`` > 0); ``"improved"`` plays the argmax of the improved policy.
-    """
-
-    num_simulations: int = 8
-    max_depth: int | None = None
-    gumbel_scale: float = 1.0
-    # the root's Gumbel-Top-k: 2 actions, more visits each, plan best (specs/search.md §1)
-    max_num_considered_actions: int = 2
-    # mctx's completed-Q transform: the root's Q values, rescaled to [0, 1], enter the improved
-    # policy's logits times (maxvisit_init + max visits) * value_scale
-    value_scale: float = 0.1
-    # the value scale of the improved policy given as the trainer's target (``policy_target``);
-    # None: the acting one. Smaller: a target closer to the prior (a smaller improvement step)
-    target_value_scale: float | None = None
-    # the target's Q values: "rescaled" to [0, 1] by the root's min and max (mctx's default,
-    # as the acting search), or "raw", in the value's units (a Q difference of d moves the
-    # target's logits by (50 + max visits) * scale * d, however small d is)
-    target_q: str = "rescaled"
-    selection: str = "gumbel"
-    mode: str = "honest"
-    # the game's randomness inside the tree: "sampled", the key mctx passes for each simulation;
-    # "common", a key carried by the node and shared by its children, so the actions of a node
-    # are compared under the same draws (common random numbers)
-    chance: str = "sampled"
-    gamma: float = 0.99
-    reward_scale: float = 1.0
-    max_steps_in_episode: int = 1000
-    disabled: tuple[int, ...] = ()  # action indices out of the policy's mask (e.g. UNDO = 14)
-    # honest mode: independent determinizations per decision, num_simulations split evenly
-    # among them; their improved policies are averaged and the argmax is played. None: one
-    # per SIMULATIONS_PER_DETERMINIZATION simulations (specs/search.md §2)
-    determinizations: int | None = None
-    # a reward per program acquired (UNDO aside) added to the tree's rewards, as the trainer's
-    # --program-bonus adds it to the value's targets; 0 (the default): the canonical reward
-    # (specs/search.md §2: adding it measured worse)
-    program_bonus: float = 0.0
-    program_bonus_skips_undo: bool = True  # the trainer's --program-terms-skip-undo
-    # honest mode, where a caller follows the game (hm-eval, hm-watch): draw the
-    # unseen cryptogs among the cells the player's history leaves possible
-    # (``hidden.track_cryptogs``), not among every dark cell
-    track_cryptogs: bool = False
-
-    def __post_init__(self):
-        check_search_config(self)
-
-
-SIMULATIONS_PER_DETERMINIZATION = 8
-
-
-def num_determinizations(cfg: SearchConfig) -> int:
-    """K, the determinizations per decision: ``cfg.determinizations``, or when None one per
-    ``SIMULATIONS_PER_DETERMINIZATION`` simulations (at least one); 1 in oracle mode."""
-    if cfg.mode != "honest":
-        return 1
-    if cfg.determinizations is None:
-        per = SIMULATIONS_PER_DETERMINIZATION
-        return max(1, cfg.num_simulations // per) if cfg.num_simulations % per == 0 else 1
-    return cfg.determinizations
-
-
-def check_search_config(cfg: SearchConfig) -> None:
-    """A ``ValueError`` naming the first bad field of ``cfg``."""
-    if not isinstance(cfg.num_simulations, int) or cfg.num_simulations < 1:
-        raise ValueError(f"num_simulations must be an int >= 1, got {cfg.num_simulations!r}")
-    if cfg.max_depth is not None and (not isinstance(cfg.max_depth, int) or cfg.max_depth < 1):
-        raise ValueError(f"max_depth must be None or an int >= 1, got {cfg.max_depth!r}")
-    if not cfg.gumbel_scale >= 0:
-        raise ValueError(f"gumbel_scale must be >= 0, got {cfg.gumbel_scale!r}")
-    if cfg.max_num_considered_actions < 1:
-        raise ValueError("max_num_considered_actions must be >= 1")
-    if not cfg.value_scale > 0:
-        raise ValueError(f"value_scale must be > 0, got {cfg.value_scale!r}")
-    if cfg.target_value_scale is not None and not cfg.target_value_scale > 0:
-        raise ValueError(f"target_value_scale must be > 0, got {cfg.target_value_scale!r}")
-    if cfg.target_q not in TARGET_QS:
-        raise ValueError(f"target_q must be one of {TARGET_QS}, got {cfg.target_q!r}")
-    if cfg.selection not in SELECTIONS:
-        raise ValueError(f"selection must be one of {SELECTIONS}, got {cfg.selection!r}")
-    if cfg.mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}, got {cfg.mode!r}")
-    if not isinstance(cfg.track_cryptogs, bool):
-        raise ValueError(f"track_cryptogs must be a bool, got {cfg.track_cryptogs!r}")
-    if cfg.chance not in CHANCES:
-        raise ValueError(f"chance must be one of {CHANCES}, got {cfg.chance!r}")
-    if not 0.0 <= cfg.gamma <= 1.0:
-        raise ValueError(f"gamma must lie in [0, 1], got {cfg.gamma!r}")
-    if not cfg.reward_scale > 0:
-        raise ValueError(f"reward_scale must be > 0, got {cfg.reward_scale!r}")
-    if cfg.max_steps_in_episode < 1:
-        raise ValueError("max_steps_in_episode must be >= 1")
-    allowed_actions(cfg.disabled)  # a clear error for a bad index
-    k = num_determinizations(cfg)
-    if not isinstance(k, int) or k < 1 or cfg.num_simulations % k:
-        raise ValueError(
-            f"determinizations must be an int >= 1 that divides num_simulations "
-            f"({cfg.num_simulations}), got {k!r}"
-        )
 
 
 class SearchOutput(NamedTuple):

@@ -6,7 +6,7 @@ import argparse
 
 from hackmatrix_train.config import SEARCH_FLAGS
 from hackmatrix_train.policy import SHIPPED_POLICY
-from hackmatrix_train.search import CHANCES, MODES, SELECTIONS, SearchConfig
+from hackmatrix_train.search_config import CHANCES, MODES, SELECTIONS, SearchConfig
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
