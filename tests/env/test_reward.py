@@ -55,10 +55,8 @@ def test_e4_death_to_siphon_enemy_stage3():
         owned=["wait"],
         stage=3,
     )
-    # WAIT must be valid for this example; skip if the program mask is not in yet.
     after, ev, bd, total = step(s, Action.WAIT)
-    if bool(ev.invalid):
-        pytest.skip("programs.program_mask does not accept WAIT yet")
+    assert not bool(ev.invalid)  # WAIT (1 energy, owned) is valid here
     expected = {
         "step_penalty": -0.01,
         "resource_gain": -0.05,

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from hackmatrix_parity.client import SwiftGame, SwiftProcessError, SwiftTimeoutError
+from hackmatrix_parity.engine import Config, Engine, random_scenarios
 
 FAKE = Path(__file__).with_name("fake_swift.py")
 PROXY = Path(__file__).with_name("fault_proxy.py")
@@ -55,11 +56,6 @@ def test_binary_killed_between_requests_is_reported_and_restarts():
     finally:
         g.close()
 
-
-for _mod in ("game", "observation", "mask", "reward"):
-    pytest.importorskip(f"hackmatrix_env.{_mod}")
-
-from hackmatrix_parity.engine import Config, Engine, random_scenarios  # noqa: E402
 
 # fault -> what the report's note must say
 FAULTS = {

@@ -66,7 +66,8 @@ def test_tensor_equals_jax_observation(env):
         "ownedPrograms": [8, 12],
         "stage": 4,
     }
-    observe = pytest.importorskip("hackmatrix_env.observation").observe
+    from hackmatrix_env.observation import observe
+
     obs, _info = env.reset(options={"state": sc})
 
     o = observe(jax_side.load_scenario(sc))

@@ -12,10 +12,6 @@ import json
 import sys
 from pathlib import Path
 
-import pytest
-
-pytest.importorskip("hackmatrix_env.game")
-
 from hackmatrix_env.scenario import state_from_full_json
 from hackmatrix_parity.engine import Config, Engine
 

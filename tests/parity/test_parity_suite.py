@@ -10,11 +10,7 @@ from __future__ import annotations
 import os
 
 import pytest
-
-for _mod in ("game", "observation", "mask", "reward"):
-    pytest.importorskip(f"hackmatrix_env.{_mod}")
-
-from hackmatrix_parity.engine import (  # noqa: E402
+from hackmatrix_parity.engine import (
     ACTION_NAMES,
     Config,
     Engine,

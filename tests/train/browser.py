@@ -23,7 +23,7 @@ def chromium_or_skip(width: int = 1400, height: int = 1000):
     found = system_chromium()
     if found is None:
         pytest.skip("chromium and chromium-driver are not installed (apt-get install them)")
-    webdriver = pytest.importorskip("selenium.webdriver")
+    from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
     os.environ.setdefault("SE_OFFLINE", "true")  # never let Selenium Manager download

@@ -31,7 +31,8 @@ def test_key_from_netrc(monkeypatch, tmp_path):
 
 
 def test_wandb_failure_degrades_to_console(monkeypatch, tmp_path):
-    wandb = pytest.importorskip("wandb")
+    import wandb
+
     monkeypatch.delenv("WANDB_API_KEY", raising=False)
     monkeypatch.setenv("NETRC", str(tmp_path / "none"))
     monkeypatch.delenv("WANDB_MODE", raising=False)
