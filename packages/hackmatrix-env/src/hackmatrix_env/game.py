@@ -3,9 +3,14 @@
 ``step_game`` reads as the list of phases, one per line::
 
     after, turn = player_action(k_prog, state, action, undo)   §1 steps 3-4
-    after = complete_stage(k_stage, after, turn.exit_reached)   §1 step 5
+    after, owed = owe_stage(k_stage, after, turn.exit_reached)  §1 step 5
     after, ran = enemy_phase(k_enemy, after, turn.ends_turn)    §1 step 6
     events = step_events(state, after, action, turn, ran)       §1 steps 2, 7
+    after = generate_owed(after, owed)                          §1 step 5: the new stage
+
+The new stage's generation comes last (``step_game_owing`` stops before it): on the rows
+that complete a stage nothing after it changes the state, and the env shell generates it
+together with the auto-reset's fresh game, one traced generation for both.
 
 Each phase is a function of the state that leaves the rows it does not concern unchanged, so
 under ``vmap`` every row takes the same straight path and no branch is selected afterwards.
@@ -46,7 +51,7 @@ from hackmatrix_env.constants import (
 from hackmatrix_env.movement import resolve_direction
 from hackmatrix_env.reward import shaping_distance
 from hackmatrix_env.siphon import apply_siphon, siphon_quality
-from hackmatrix_env.stage import advance_stage, generate_stage
+from hackmatrix_env.stage import advance_stage, generate_from_seed, stage_seed
 from hackmatrix_env.types import GameState, StepEvents, UndoTop
 
 
@@ -137,14 +142,31 @@ def player_action(
     return after, turn
 
 
-def complete_stage(key: jax.Array, state: GameState, reached: jax.Array) -> GameState:
-    """Stage completion where ``reached`` (rules §9.2): hp + 1; below stage 8 the next stage.
+class OwedStage(NamedTuple):
+    """A new stage the step owes (rules §9.2): where it is due, and the seed it is generated
+    from (``stage.generate_from_seed``)."""
 
-    The new stage's generation is rare (one step in dozens) and long: sparse.
-    """
+    due: jax.Array  # bool[]    stage completed below stage 8
+    seed: jax.Array  # uint32[]  ``stage.stage_seed`` of the step's stage key
+
+
+def owe_stage(key: jax.Array, state: GameState, reached: jax.Array) -> tuple[GameState, OwedStage]:
+    """Stage completion where ``reached`` (rules §9.2): hp + 1; below stage 8 the next stage
+    number, with the new stage's generation owed (``generate_owed``)."""
     advanced, generate = advance_stage(state)
     state = select_tree(reached, advanced, state)
-    return compute_where(reached & generate, generate_stage, (key, state), state)
+    return state, OwedStage(due=reached & generate, seed=stage_seed(key))
+
+
+def generate_owed(state: GameState, owed: OwedStage) -> GameState:
+    """The owed new stage generated where it is due (rules §10.2). Rare (one step in dozens)
+    and long: sparse."""
+    return compute_where(owed.due, generate_from_seed, (owed.seed, state), state)
+
+
+def complete_stage(key: jax.Array, state: GameState, reached: jax.Array) -> GameState:
+    """Stage completion where ``reached`` (rules §9.2): hp + 1; below stage 8 the next stage."""
+    return generate_owed(*owe_stage(key, state, reached))
 
 
 def enemy_phase(key: jax.Array, state: GameState, active: jax.Array) -> tuple[GameState, jax.Array]:
@@ -200,12 +222,27 @@ def step_game(
     ``undo``: what the step reads of the UNDO ring (``history.undo_top``). Stage completion
     and the enemy phase are exclusive: a step that reaches the exit does not end the turn.
     """
+    after, events, owed = step_game_owing(key, state, action, undo)
+    return generate_owed(after, owed), events
+
+
+def step_game_owing(
+    key: jax.Array, state: GameState, action: jax.Array, undo: UndoTop
+) -> tuple[GameState, StepEvents, OwedStage]:
+    """``step_game`` with the new stage's generation left owed: ``(state, events, owed)``.
+
+    Stage completion and the enemy phase are exclusive, so on the rows that owe a stage the
+    enemy phase changes nothing and the events read nothing the generation writes: generating
+    at the end (``generate_owed``) gives ``step_game``'s state and events exactly. The env
+    shell owes it so that one traced generation serves the new stage and the auto-reset
+    (``env.generate_and_reset``: the graph holds one copy instead of two).
+    """
     k_prog, k_stage, k_enemy = jax.random.split(key, 3)
     action = jnp.asarray(action, jnp.int32)
     after, turn = player_action(k_prog, state, action, undo)  # §1 steps 3-4
-    after = complete_stage(k_stage, after, turn.exit_reached)  # §1 step 5
+    after, owed = owe_stage(k_stage, after, turn.exit_reached)  # §1 step 5
     after, ran = enemy_phase(k_enemy, after, turn.ends_turn)  # §1 step 6
-    return after, step_events(state, after, action, turn, ran)  # §1 steps 2, 7
+    return after, step_events(state, after, action, turn, ran), owed  # §1 steps 2, 7
 
 
 def on_final_exit(state: GameState) -> jax.Array:

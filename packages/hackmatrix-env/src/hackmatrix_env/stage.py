@@ -238,7 +238,7 @@ def sample_layouts(seed, eligible: jax.Array, n_blocks: jax.Array, counter0: int
     ``eligible`` is a uint32 over the non-corner bits. Floyd's algorithm picks
     the subset in index space (index i = the i-th eligible cell), then a bit
     deposit maps it onto cells. Needs ``n_blocks`` <= the number of eligible
-    cells (``_generate`` caps it).
+    cells (``generate_from_seed`` caps it).
     """
     eligible = eligible.astype(jnp.uint32)
     n = jax.lax.population_count(eligible).astype(jnp.int32)
@@ -318,8 +318,11 @@ def _draw_types(seed, n_blocks):
     return kind, is_question, jnp.where(is_data, points, 0), jnp.where(is_data, 0, prog), spawn
 
 
-def _generate(seed: jax.Array, state: GameState) -> GameState:
-    """Stage generation G1-G6 (rules §10.2) for the state's current stage."""
+def generate_from_seed(seed: jax.Array, state: GameState) -> GameState:
+    """Stage generation G1-G6 (rules §10.2) for the state's current stage, from a seed.
+
+    ``generate_stage`` and ``reset_game`` both end with it, so that one traced generation
+    can serve both (``env.generate_and_reset``)."""
     i8 = jnp.int8
     # G1: per-stage resets.
     state = state.replace(
@@ -395,7 +398,12 @@ def _generate(seed: jax.Array, state: GameState) -> GameState:
 
 def generate_stage(key: jax.Array, state: GameState) -> GameState:
     """Generate the state's current stage (rules §10.2 G1-G6); the entities are kept."""
-    return _generate(rng_seed(key), state)
+    return generate_from_seed(stage_seed(key), state)
+
+
+def stage_seed(key: jax.Array) -> jax.Array:
+    """uint32[]: the seed ``generate_stage(key, ...)`` generates from."""
+    return rng_seed(key)
 
 
 def reset_game(key: jax.Array, params: EnvParams) -> GameState:
@@ -405,6 +413,12 @@ def reset_game(key: jax.Array, params: EnvParams) -> GameState:
     ``task_interval = 13 - stage`` as if it had been reached (stage 1: 12, the real game).
     Everything else is a fresh game.
     """
+    return generate_from_seed(*start_game(key, params))
+
+
+def start_game(key: jax.Array, params: EnvParams) -> tuple[jax.Array, GameState]:
+    """``(seed, game)``: a fresh game before its stage is generated (rules §10.1 R1-R3), and
+    the seed its generation (R4) draws from: ``reset_game`` is ``generate_from_seed`` of it."""
     seed = rng_seed(key)
     u = hash_uniform(seed, jnp.arange(2, dtype=jnp.uint32))
     corner = jnp.minimum((u[0] * 4).astype(jnp.int32), 3)  # R2
@@ -421,7 +435,7 @@ def reset_game(key: jax.Array, params: EnvParams) -> GameState:
     s = s.replace(
         player=player, stage=stage.astype(jnp.int8), task_interval=interval.astype(jnp.int32)
     )
-    return _generate(hash_bits(seed, jnp.array([2, 3], jnp.uint32)), s)
+    return hash_bits(seed, jnp.array([2, 3], jnp.uint32)), s
 
 
 def advance_stage(state: GameState) -> tuple[GameState, jax.Array]:

@@ -14,7 +14,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from hackmatrix_env.game import is_episode_over, step_game
+from hackmatrix_env.game import OwedStage, generate_owed, is_episode_over, step_game_owing
 from hackmatrix_env.history import record_step, undo_top
 from hackmatrix_env.reward import reward_breakdown, total_reward
 from hackmatrix_env.stage import reset_game
@@ -40,10 +40,19 @@ def advance(key: jax.Array, state: EnvState, action: jax.Array) -> tuple[EnvStat
     The ring pops if UNDO ran and pushes after a real enemy phase; an UNDO that empties a
     ring which dropped snapshots sets ``overflow`` (``history.drop_snapshot``).
     """
-    game, ev = step_game(key, state.game, action, undo_top(state.history))
+    after, ev, owed = advance_owing(key, state, action)
+    return after.replace(game=generate_owed(after.game, owed)), ev
+
+
+def advance_owing(
+    key: jax.Array, state: EnvState, action: jax.Array
+) -> tuple[EnvState, StepEvents, OwedStage]:
+    """``advance`` with the new stage's generation owed (``game.step_game_owing``): the ring
+    pushes only after a real enemy phase, never on a step that completes a stage."""
+    game, ev, owed = step_game_owing(key, state.game, action, undo_top(state.history))
     history, diverged = record_step(state.history, game, ev.undone, ev.enemy_phase_ran)
     game = game.replace(overflow=game.overflow | diverged)
-    return state.replace(game=game, history=history), ev
+    return state.replace(game=game, history=history), ev, owed
 
 
 def step_state(
@@ -54,7 +63,17 @@ def step_state(
     ``advance`` with ``time`` + 1; ``terminated``: ``game.is_episode_over`` (rules §13: the
     action was invalid, stage 8 was completed, or the player died).
     """
-    after, ev = advance(key, state, action)
+    after, reward, terminated, info, owed = step_state_owing(key, state, action)
+    return after.replace(game=generate_owed(after.game, owed)), reward, terminated, info
+
+
+def step_state_owing(
+    key: jax.Array, state: EnvState, action: jax.Array
+) -> tuple[EnvState, jax.Array, jax.Array, dict[str, Any], OwedStage]:
+    """``step_state`` with the new stage's generation owed: ``(..., owed)``. The reward and
+    ``terminated`` read nothing the generation writes (a completed stage's distance term is
+    D0, its player is the generation's input), so they are ``step_state``'s exactly."""
+    after, ev, owed = advance_owing(key, state, action)
     breakdown = reward_breakdown(state.game, after.game, ev)
     reward = total_reward(breakdown).astype(jnp.float32)
     terminated = is_episode_over(after.game, failed=ev.invalid, won=ev.victory)
@@ -64,18 +83,14 @@ def step_state(
         "invalid_action": ev.invalid,
         "history_overflow": after.game.overflow,
     }
-    return after.replace(time=(state.time + 1).astype(jnp.int32)), reward, terminated, info
-
-
-def fresh_game(key: jax.Array, params: EnvParams) -> tuple[jax.Array, Any]:
-    """``(time 0, reset_game(key, params))``: what a reset replaces besides the ring."""
-    return jnp.int32(0), reset_game(key, params)
+    after = after.replace(time=(state.time + 1).astype(jnp.int32))
+    return after, reward, terminated, info, owed
 
 
 def reset_state(key: jax.Array, params: EnvParams) -> EnvState:
     """A fresh game (rules §10.1) at time 0 with an empty UNDO ring of ``params.history_depth``."""
-    time, game = fresh_game(key, params)
-    return EnvState(time=time, game=game, history=blank_history(params.history_depth))
+    game = reset_game(key, params)
+    return EnvState(time=jnp.int32(0), game=game, history=blank_history(params.history_depth))
 
 
 def clear_history(hist: History, where: jax.Array) -> History:
