@@ -23,6 +23,7 @@ import numpy as np
 from hackmatrix_env.constants import NUM_PROGRAMS, Action, BlockKind, Content
 from hackmatrix_env.siphon import owned_program_map, siphon_reach
 
+from hackmatrix_train import progress
 from hackmatrix_train.network import masked_categorical
 from hackmatrix_train.stats import (
     STAGE_COMPONENT,
@@ -157,11 +158,14 @@ def start_episodes(env, env_params, key: jax.Array, num_episodes: int):
     return k_run, obs, state, new_tally(state, num_episodes, obs.action_mask.shape[-1])
 
 
-def make_evaluate(env, env_params, apply_fn, num_episodes: int, max_steps: int, greedy: bool):
-    """Jitted ``evaluate(params, key) -> dict of per-episode numpy-able arrays``.
+def evaluate_parts(env, env_params, apply_fn, num_episodes: int, max_steps: int, greedy: bool):
+    """``make_evaluate``'s program in two parts, for a host loop that shows progress.
 
-    ``apply_fn=None`` gives the uniform random masked policy (params ignored).
+    ``start(params, key) -> carry`` resets the episodes; ``advance(params, carry, keys) ->
+    carry`` plays one step per key (the run's step keys ``t0..t1``, ``run_keys``). Episode ``i``
+    is the same whether its steps come in one call or in several (``run_in_chunks``).
     """
+    del max_steps  # the parts take any number of steps; kept for make_evaluate's signature
     step_fn = jax.vmap(env.step, in_axes=(0, 0, 0, None))
 
     def policy(params, obs, key):
@@ -175,10 +179,12 @@ def make_evaluate(env, env_params, apply_fn, num_episodes: int, max_steps: int, 
             return jnp.argmax(pi.logits, axis=-1).astype(jnp.int32)
         return pi.sample(seed=key).astype(jnp.int32)
 
-    @jax.jit
-    def evaluate(params, key):
-        k_run, obs, state, carry0 = start_episodes(env, env_params, key, num_episodes)
+    def start(params, key):
+        del params
+        k_run, obs, state, acc = start_episodes(env, env_params, key, num_episodes)
+        return k_run, (obs, state, acc)
 
+    def advance(params, carry, keys):
         def body(c, key):
             obs, state, acc = c
             k_pol, k_env = jax.random.split(key)
@@ -189,12 +195,67 @@ def make_evaluate(env, env_params, apply_fn, num_episodes: int, max_steps: int, 
             acc = tally_step(acc, state, action, reward, term, trunc, info)
             return (new_obs, new_state, acc), None
 
-        (_, _, acc), _ = jax.lax.scan(
-            body, (obs, state, carry0), jax.random.split(k_run, max_steps)
-        )
-        return acc
+        return jax.lax.scan(body, carry, keys)[0]
+
+    return start, advance
+
+
+def make_evaluate(env, env_params, apply_fn, num_episodes: int, max_steps: int, greedy: bool):
+    """Jitted ``evaluate(params, key) -> dict of per-episode numpy-able arrays``.
+
+    ``apply_fn=None`` gives the uniform random masked policy (params ignored). One program
+    plays all ``max_steps`` steps; ``evaluate_params`` plays the same episodes in chunks.
+    """
+    start, advance = evaluate_parts(env, env_params, apply_fn, num_episodes, max_steps, greedy)
+
+    @jax.jit
+    def evaluate(params, key):
+        k_run, carry = start(params, key)
+        return advance(params, carry, jax.random.split(k_run, max_steps))[2]
 
     return evaluate
+
+
+def chunk_length(max_steps: int, chunks: int = 10) -> int:
+    """Steps per host call: the divisor of ``max_steps`` nearest ``max_steps / chunks``.
+
+    Every call then has the same length (one compiled program). Without a divisor near that
+    (a prime ``max_steps``), one call plays every step.
+    """
+    want = max_steps / chunks
+    best = min(
+        (d for d in range(1, max_steps + 1) if max_steps % d == 0), key=lambda d: abs(d - want)
+    )
+    return best if max_steps // best <= 4 * chunks else max_steps
+
+
+def run_in_chunks(
+    env, env_params, apply_fn, params, num_episodes: int, max_steps: int, greedy: bool, key,
+    report=progress.QUIET, what: str = "the evaluation",
+) -> dict:  # fmt: skip
+    """``make_evaluate(...)(params, key)``, played ``chunk_length`` steps per call.
+
+    Between calls a progress bar (``report.bar``) advances by the episodes that ended, and the
+    loop stops once every episode has ended: the remaining steps would change nothing (a
+    finished episode's tally is frozen), so the result is ``make_evaluate``'s, sooner. The
+    compile comes first and ``report.compiling`` announces it.
+    """
+    start, advance = evaluate_parts(env, env_params, apply_fn, num_episodes, max_steps, greedy)
+    length = chunk_length(max_steps)
+    with report.compiling(what, progress.COLD_COMPILE_S["evaluation"]):
+        k_run, carry = jax.jit(start)(params, key)
+        keys = jax.random.split(k_run, max_steps)
+        advance = jax.jit(advance).lower(params, carry, keys[:length]).compile()
+    ended = 0
+    with report.bar(num_episodes, "episodes") as bar:
+        for t0 in range(0, max_steps, length):
+            carry = advance(params, carry, keys[t0 : t0 + length])
+            alive = int(carry[2]["alive"].sum())
+            bar.update(num_episodes - alive - ended)
+            ended = num_episodes - alive
+            if alive == 0:
+                break
+    return carry[2]
 
 
 def summarize(result: dict, program_names=()) -> dict:
@@ -253,82 +314,61 @@ def summarize(result: dict, program_names=()) -> dict:
 
 def evaluate_params(
     env, env_params, apply_fn, params, episodes: int, seed: int, greedy: bool = True,
-    program_names=(),
+    program_names=(), report=progress.QUIET,
 ) -> dict:  # fmt: skip
     """Summary of ``episodes`` whole episodes of ``apply_fn(params)`` from a fixed key ``seed``.
 
     The end-of-run evaluation of ``hm-train``: evaluate at stage 1 by passing ``env_params``
-    with ``start_stage=1``. Episodes run to termination or ``max_steps_in_episode``.
+    with ``start_stage=1``. Episodes run to termination or ``max_steps_in_episode``
+    (``run_in_chunks``: ``make_evaluate``'s episodes, with progress on ``report``).
     """
     max_steps = int(env_params.max_steps_in_episode)
-    run = make_evaluate(env, env_params, apply_fn, episodes, max_steps, greedy)
-    summary = summarize(jax.device_get(run(params, jax.random.key(seed))), program_names)
+    policy = "random" if apply_fn is None else ("greedy" if greedy else "sampled")
+    result = run_in_chunks(
+        env, env_params, apply_fn, params, episodes, max_steps, greedy, jax.random.key(seed),
+        report, what=f"the evaluation ({episodes} {policy} episodes)",
+    )  # fmt: skip
+    summary = summarize(jax.device_get(result), program_names)
     summary["policy"] = "greedy" if greedy else "sampled"
     summary["eval_seed"] = seed
     return summary
 
 
-def format_table(summary: dict, title: str = "evaluation") -> str:
-    """A plain-text table of the summary."""
-    rows = [(k, v) for k, v in summary.items() if not isinstance(v, dict)]
-    lines = [title, "-" * len(title)]
-    lines += [f"{k:<22} {v:.4g}" if isinstance(v, float) else f"{k:<22} {v}" for k, v in rows]
-    lines.append("stage distribution:")
-    for s, c in summary["stage_distribution"].items():
-        lines.append(f"  stage {s:>2}: {c}")
-    if "stage_completions_by_exit" in summary:
-        lines.append(
-            f"stage completions: {summary['stage_completions_by_exit']} by the exit, "
-            f"{summary['stage_completions_by_undo_quirk']} through the UNDO quirk (rules §11.4)"
-        )
-    if "program_use" in summary:
-        used = {k: v for k, v in summary["program_use"].items() if v}
-        lines.append("program use: " + (", ".join(f"{k}={v}" for k, v in used.items()) or "none"))
-    return "\n".join(lines)
+def refill_parts(env, env_params, act, num_episodes: int, max_steps: int, slots: int, memory=None):
+    """``make_refill_evaluate``'s program in two parts, for a host loop that shows progress.
 
-
-def make_refill_evaluate(
-    env, env_params, act, num_episodes: int, max_steps: int, slots: int, memory=None
-):
-    """Jitted ``evaluate(params, key) -> per-episode arrays`` over ``slots`` games at a time.
-
-    ``act(params, state, obs, key) -> int32[slots]`` chooses the moves of the games in the
-    slots. With ``memory = (start, update)`` the actor remembers what it has seen:
-    ``start(states)`` is a fresh episode's memory, ``update(memory, states, actions,
-    next_states)`` follows one step, and ``act`` takes the memory as a fifth argument.
-
-    Episode ``i`` is ``make_evaluate``'s episode ``i``: the same reset key and, at its
-    own step ``t``, the same real-game key (step key ``t``, its env half, row ``i``), so the
-    games see the same draws whatever the slot count. When an episode ends its slot takes the
-    next one; the loop stops when every episode has ended. A search costs its simulations per
-    game per move, so no slot waits on the longest episode of a batch. The policy's key at
-    iteration ``k`` is the policy half of step key ``k``: with ``slots >= num_episodes`` every
-    episode is at step ``k`` then, and the draws are exactly ``make_evaluate``'s.
+    ``start(params, key) -> carry`` resets the episodes; ``advance(params, carry, k_end) ->
+    carry`` runs the loop on until iteration ``k_end`` or until every episode has ended. The
+    per-episode arrays are ``carry[ACC]``; ``carry[0]`` counts the iterations so far.
     """
     from hackmatrix_train.search import select_rows
 
     step_fn = jax.vmap(env.step, in_axes=(0, 0, 0, None))
     n, w = num_episodes, min(slots, num_episodes)
     if memory is None:  # a memoryless actor: a placeholder memory that nothing reads
-        start, update = (lambda s: jnp.zeros(s.time.shape, bool)), (lambda m, *_: m)
+        start_mem, update = (lambda s: jnp.zeros(s.time.shape, bool)), (lambda m, *_: m)
         choose = lambda p, s, o, k, m: act(p, s, o, k)  # noqa: E731
     else:
-        (start, update), choose = memory, act
+        (start_mem, update), choose = memory, act
+    take = lambda tree, rows: jax.tree.map(lambda x: x[rows], tree)  # noqa: E731
 
-    @jax.jit
-    def evaluate(params, key):
+    def start(params, key):
+        del params
         k_run, obs_all, state_all, acc = start_episodes(env, env_params, key, n)
         keys = jax.random.split(k_run, max_steps)
-        take = lambda tree, rows: jax.tree.map(lambda x: x[rows], tree)  # noqa: E731
         first = jnp.arange(w)
-        carry0 = (
+        return (
             jnp.int32(0), jnp.int32(w), first, jnp.zeros(w, jnp.int32),
-            take(obs_all, first), take(state_all, first), acc, start(take(state_all, first)),
+            take(obs_all, first), take(state_all, first), acc, start_mem(take(state_all, first)),
+            keys, obs_all, state_all,
         )  # fmt: skip
+
+    def advance(params, carry, k_end):
+        keys, obs_all, state_all = carry[8:]
 
         def cond(c):
             k, acc = c[0], c[6]
-            return (k < n * max_steps) & jnp.any(acc["alive"])
+            return (k < k_end) & jnp.any(acc["alive"])
 
         def body(c):
             k, next_ep, ep, t, obs, state, acc, mem = c
@@ -356,21 +396,78 @@ def make_refill_evaluate(
             t = jnp.where(refill, 0, t + 1)
             new_obs = select_rows(refill, take(obs_all, ep), new_obs)
             new_state = select_rows(refill, take(state_all, ep), new_state)
-            mem = select_rows(refill, start(new_state), mem)
+            mem = select_rows(refill, start_mem(new_state), mem)
             next_ep = next_ep + jnp.sum(refill, dtype=jnp.int32)
             return k + 1, next_ep, ep, t, new_obs, new_state, acc, mem
 
-        return jax.lax.while_loop(cond, body, carry0)[-2]
+        return (*jax.lax.while_loop(cond, body, carry[:8]), keys, obs_all, state_all)
+
+    return start, advance
+
+
+ACC = 6  # the per-episode arrays' place in refill_parts' carry
+
+
+def make_refill_evaluate(
+    env, env_params, act, num_episodes: int, max_steps: int, slots: int, memory=None
+):
+    """Jitted ``evaluate(params, key) -> per-episode arrays`` over ``slots`` games at a time.
+
+    ``act(params, state, obs, key) -> int32[slots]`` chooses the moves of the games in the
+    slots. With ``memory = (start, update)`` the actor remembers what it has seen:
+    ``start(states)`` is a fresh episode's memory, ``update(memory, states, actions,
+    next_states)`` follows one step, and ``act`` takes the memory as a fifth argument.
+
+    Episode ``i`` is ``make_evaluate``'s episode ``i``: the same reset key and, at its
+    own step ``t``, the same real-game key (step key ``t``, its env half, row ``i``), so the
+    games see the same draws whatever the slot count. When an episode ends its slot takes the
+    next one; the loop stops when every episode has ended. A search costs its simulations per
+    game per move, so no slot waits on the longest episode of a batch. The policy's key at
+    iteration ``k`` is the policy half of step key ``k``: with ``slots >= num_episodes`` every
+    episode is at step ``k`` then, and the draws are exactly ``make_evaluate``'s.
+    """
+    start, advance = refill_parts(env, env_params, act, num_episodes, max_steps, slots, memory)
+
+    @jax.jit
+    def evaluate(params, key):
+        return advance(params, start(params, key), num_episodes * max_steps)[ACC]
 
     return evaluate
 
 
-def make_search_evaluate(
-    env, env_params, apply_fn, search_cfg, num_episodes: int, max_steps: int, slots: int = 128,
-    search_fn=None,
-):  # fmt: skip
-    """``make_refill_evaluate`` with each move chosen by ``search_fn`` (``search.run_search``'s
-    signature; None: ``run_search`` itself)."""
+def refill_in_chunks(
+    parts, params, key, num_episodes: int, max_steps: int, report=progress.QUIET,
+    what: str = "the search evaluation", iterations: int = 16,
+) -> tuple[dict, float]:  # fmt: skip
+    """``(per-episode arrays, compile seconds)`` of ``refill_parts``' loop, ``iterations`` moves
+    per host call, with a progress bar of the ended episodes on ``report``.
+
+    The loop itself decides when to stop, so the result is ``make_refill_evaluate``'s.
+    """
+    import time
+
+    start, advance = parts
+    t0 = time.perf_counter()
+    with report.compiling(what, progress.COLD_COMPILE_S["search evaluation"]):
+        carry = jax.block_until_ready(jax.jit(start)(params, key))
+        advance = jax.jit(advance).lower(params, carry, jnp.int32(0)).compile()
+    compile_s = time.perf_counter() - t0
+    limit, ended = num_episodes * max_steps, 0
+    with report.bar(num_episodes, "episodes") as bar:
+        while True:
+            k = int(carry[0])
+            carry = advance(params, carry, jnp.int32(min(k + iterations, limit)))
+            alive = int(carry[ACC]["alive"].sum())
+            bar.update(num_episodes - alive - ended)
+            ended = num_episodes - alive
+            if alive == 0 or int(carry[0]) >= limit:
+                break
+    return carry[ACC], compile_s
+
+
+def search_actor(apply_fn, search_cfg, search_fn=None):
+    """``(act, memory)`` for ``refill_parts``: each move chosen by ``search_fn``
+    (``search.run_search``'s signature; None: ``run_search`` itself)."""
     from hackmatrix_train.search import run_search
 
     search_fn = search_fn or run_search
@@ -384,12 +481,21 @@ def make_search_evaluate(
         from hackmatrix_env.hidden import initial_cryptog_belief, track_cryptogs
 
         memory = (jax.vmap(initial_cryptog_belief), jax.vmap(track_cryptogs))
+    return act, memory
+
+
+def make_search_evaluate(
+    env, env_params, apply_fn, search_cfg, num_episodes: int, max_steps: int, slots: int = 128,
+    search_fn=None,
+):  # fmt: skip
+    """``make_refill_evaluate`` with each move chosen by a search (``search_actor``)."""
+    act, memory = search_actor(apply_fn, search_cfg, search_fn)
     return make_refill_evaluate(env, env_params, act, num_episodes, max_steps, slots, memory)
 
 
 def search_summary(
     env, env_params, apply_fn, params, search_cfg, episodes: int, seed: int, program_names=(),
-    slots: int = 128, search_fn=None,
+    slots: int = 128, report=progress.QUIET, search_fn=None,
 ) -> dict:  # fmt: skip
     """The evaluation summary of a search policy (``make_search_evaluate``), with its settings.
 
@@ -399,31 +505,33 @@ def search_summary(
     One row of ``hm-eval --search``: the summary's fields plus ``search`` (the settings: the
     simulation count, mode, selection, ...), ``compile_seconds``, ``seconds`` (the run after
     compiling), ``decisions`` (moves played, summed over episodes) and ``seconds_per_decision``.
+    The episodes are played in chunks (``refill_in_chunks``), with progress on ``report``.
     """
     import time
 
     from hackmatrix_train.search import describe
 
     max_steps = int(env_params.max_steps_in_episode)
-    run = make_search_evaluate(
-        env, env_params, apply_fn, search_cfg, episodes, max_steps, slots, search_fn
-    )
-    key = jax.random.key(seed)
-    t0 = time.perf_counter()
-    compiled = run.lower(params, key).compile()
+    act, memory = search_actor(apply_fn, search_cfg, search_fn)
+    parts = refill_parts(env, env_params, act, episodes, max_steps, slots, memory)
+    what = f"the search evaluation ({search_cfg.num_simulations} simulations, {search_cfg.mode})"
     t1 = time.perf_counter()
-    result = jax.device_get(jax.block_until_ready(compiled(params, key)))
+    result, compile_s = refill_in_chunks(
+        parts, params, jax.random.key(seed), episodes, max_steps, report, what
+    )
+    result = jax.device_get(result)
     t2 = time.perf_counter()
+    seconds = t2 - t1 - compile_s
     summary = summarize(result, program_names)
     decisions = int(np.asarray(result["length"]).sum())
     summary.update(
         policy=f"search-{search_cfg.mode}",
         search=describe(search_cfg),
         eval_seed=seed,
-        compile_seconds=round(t1 - t0, 2),
-        seconds=round(t2 - t1, 2),
+        compile_seconds=round(compile_s, 2),
+        seconds=round(seconds, 2),
         decisions=decisions,
-        seconds_per_decision=(t2 - t1) / max(decisions, 1),
+        seconds_per_decision=seconds / max(decisions, 1),
         slots=min(slots, episodes),
     )
     return summary

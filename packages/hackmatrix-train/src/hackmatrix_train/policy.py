@@ -124,18 +124,22 @@ def search_config(policy: Policy, **overrides):
 
 def evaluate_checkpoint(
     path=None, episodes=100, greedy=True, seed=0, start_stage=1, max_steps=None, random=False,
-    env=None, env_params=None, wrap_network=None, search=(), search_fn=None,
+    env=None, env_params=None, wrap_network=None, search=(), search_fn=None, report=None,
 ) -> dict:  # fmt: skip
     """``hm-eval``: the summary of ``episodes`` episodes of a saved policy (``None``: the shipped
     agent), or of the random masked policy, from ``start_stage``.
 
     ``search``: ``SearchConfig`` overrides, one dict per search row (``summary["search"]``).
     ``search_fn``: the search those rows play (``search.run_search``'s signature; None: itself).
-    ``wrap_network``, ``env``, ``env_params``: as ``load_policy``'s.
+    ``wrap_network``, ``env``, ``env_params``: as ``load_policy``'s. ``report``
+    (``progress.Reporter``; None: silent) hears of each compile and sees the episodes' progress.
     """
     import jax
 
-    from hackmatrix_train.evaluate import make_evaluate, search_summary, summarize
+    from hackmatrix_train import progress
+    from hackmatrix_train.evaluate import run_in_chunks, search_summary, summarize
+
+    report = progress.QUIET if report is None else report
 
     if episodes < 1:
         raise ValueError("--episodes must be >= 1")
@@ -160,10 +164,13 @@ def evaluate_checkpoint(
     env_params = policy.env_params
     apply_fn = None if random else policy.apply_fn
     max_steps = int(env_params.max_steps_in_episode)
-    evaluate = make_evaluate(env, env_params, apply_fn, episodes, max_steps, greedy)
-    result = evaluate(policy.params, jax.random.key(seed))
+    name = "random" if random else ("greedy" if greedy else "sampled")
+    result = run_in_chunks(
+        env, env_params, apply_fn, policy.params, episodes, max_steps, greedy,
+        jax.random.key(seed), report, what=f"the evaluation ({episodes} {name} episodes)",
+    )  # fmt: skip
     summary = summarize(jax.device_get(result), program_names)
-    summary["policy"] = "random" if random else ("greedy" if greedy else "sampled")
+    summary["policy"] = name
     summary["checkpoint"] = policy.meta["path"]
     summary["update"] = policy.meta.get("update")
     summary["env_steps"] = policy.meta.get("env_steps")
@@ -176,7 +183,7 @@ def evaluate_checkpoint(
             row = search_summary(
                 env, env_params, policy.apply_fn, policy.params,
                 search_config(policy, **overrides), episodes, seed, program_names,
-                search_fn=search_fn,
+                search_fn=search_fn, report=report,
             )  # fmt: skip
             row["disabled_programs"] = disabled
             summary["search"].append(row)

@@ -134,9 +134,10 @@ def bar(
 
 
 class Silent:
-    """A bar that prints nothing: the default `progress` of library functions."""
+    """A bar that prints nothing (``QUIET.bar``)."""
 
-    n = 0
+    def __init__(self) -> None:
+        self.n = 0
 
     def update(self, n: int = 1) -> None:
         self.n += n
@@ -149,3 +150,37 @@ class Silent:
 
     def __exit__(self, *exc: object) -> None:
         pass
+
+
+class Reporter:
+    """``say``, ``compiling`` and ``bar`` bound to one stream, or to none (``QUIET``).
+
+    Library functions take ``report=QUIET`` and stay silent when called from code or tests;
+    the commands pass ``Reporter()``, which writes to stderr.
+    """
+
+    def __init__(self, out: TextIO | None = None, quiet: bool = False):
+        self.out, self.quiet = out, quiet
+
+    def say(self, msg: str) -> None:
+        if not self.quiet:
+            say(msg, self.out)
+
+    def compiling(self, what: str, estimate_s: float | None = None):
+        return contextlib.nullcontext() if self.quiet else compiling(what, estimate_s, self.out)
+
+    def bar(self, total: int, desc: str, unit: str = "episode", every: int | None = None):
+        return Silent() if self.quiet else bar(total, desc, unit, self.out, every)
+
+
+QUIET = Reporter(quiet=True)
+
+# Rough cold-cache compile seconds on a 2-core CPU (jax 0.10, default policy), for the
+# "compiling ...: about N s the first time" lines; `hm-bench compile` measures them properly.
+COLD_COMPILE_S = {
+    "training": 40,  # trainer.Trainer.compile: rollout + update chunk (compile_cache.py: 36 s)
+    "evaluation": 20,  # make_evaluate: reset + env step + network, scanned
+    "search evaluation": 45,  # make_search_evaluate: the search's env steps dominate
+    "search": 40,  # search.make_search (hm-play's hint, hm-watch --search)
+    "recording": 20,  # episodes.Stepper: reset, policy and env step, one program each
+}

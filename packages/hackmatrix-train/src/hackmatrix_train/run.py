@@ -358,10 +358,10 @@ def make_chunk_callback(trainer, cfg: TrainConfig, save, logger, progress, clock
 def compile_run(trainer, runner, cfg: TrainConfig, t_start: float, resumed: bool, out=print):
     """``(cfg, compile seconds)``: the chunk compiled ahead of time; a new run with
     ``--time-budget`` then gets the length that fits (``plan_time_budget``)."""
-    from hackmatrix_train.progress import compiling
+    from hackmatrix_train.progress import COLD_COMPILE_S, compiling
 
     t0 = time.perf_counter()
-    with compiling("the training update", estimate_s=None):
+    with compiling("the training update", estimate_s=COLD_COMPILE_S["training"]):
         trainer.compile(runner)
     compile_s = time.perf_counter() - t0
     if cfg.time_budget is not None and not resumed:

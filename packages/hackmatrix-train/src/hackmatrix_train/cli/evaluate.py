@@ -82,9 +82,7 @@ def search_rows(args: argparse.Namespace) -> list[dict]:
 
 
 def main(argv=None) -> int:
-    from hackmatrix_train.checkpoint import CheckpointError
-    from hackmatrix_train.evaluate import format_summaries
-    from hackmatrix_train.policy import evaluate_checkpoint
+    from hackmatrix_train import progress
 
     args = build_parser().parse_args(argv)
     if args.random and args.greedy is not None:
@@ -93,12 +91,21 @@ def main(argv=None) -> int:
     args.greedy = args.greedy is not False
     if args.checkpoint is not None and not Path(args.checkpoint).exists():
         return fail("hm-eval", f"no such file or directory: {args.checkpoint}")
+    who = "the random policy" if args.random else (args.checkpoint or "the shipped agent")
+    mode = "" if args.random else (" greedy" if args.greedy else " sampled")
+    searches = f", then search {' and '.join(map(str, args.search))}" if args.search else ""
+    progress.say(f"hm-eval: evaluating {who}: {args.episodes}{mode} episodes from stage "
+                 f"{args.start_stage}, seed {args.seed}{searches}")  # fmt: skip
     compile_cache.enable_from_args(args)
+    from hackmatrix_train.checkpoint import CheckpointError
+    from hackmatrix_train.policy import evaluate_checkpoint
+    from hackmatrix_train.tables import format_summaries
+
     try:
         rows = search_rows(args)
         summary = evaluate_checkpoint(
             args.checkpoint, args.episodes, args.greedy, args.seed, args.start_stage,
-            args.max_steps_in_episode, args.random, search=rows,
+            args.max_steps_in_episode, args.random, search=rows, report=progress.Reporter(),
         )  # fmt: skip
     except (CheckpointError, ValueError) as e:
         return fail("hm-eval", str(e))
@@ -119,7 +126,7 @@ def main(argv=None) -> int:
         first = rows[0] if rows else None  # the first search row, if any
         path = write_eval_replay(
             args.replay, args.checkpoint, args.episodes, args.greedy, args.seed,
-            args.start_stage, args.max_steps_in_episode, args.random, first,
+            args.start_stage, args.max_steps_in_episode, args.random, first, progress.Reporter(),
         )  # fmt: skip
         print(f"wrote {path}")
     return 0

@@ -1,0 +1,123 @@
+"""The evaluations played in chunks (for their progress bars) are the one-program evaluations.
+
+``run_in_chunks`` and ``refill_in_chunks`` return exactly what ``make_evaluate`` and
+``make_refill_evaluate`` return, and their bars count every ended episode once.
+"""
+
+from __future__ import annotations
+
+import io
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hackmatrix_env import EnvParams, HackMatrix
+from hackmatrix_train import progress
+from hackmatrix_train.evaluate import (
+    chunk_length,
+    make_evaluate,
+    make_refill_evaluate,
+    refill_in_chunks,
+    refill_parts,
+    run_in_chunks,
+)
+from hackmatrix_train.network import MLP, masked_categorical
+
+EPISODES, MAX_STEPS = 6, 40
+
+
+@pytest.fixture(scope="module")
+def policy():
+    env = HackMatrix()
+    env_params = EnvParams(max_steps_in_episode=MAX_STEPS)
+    net = MLP(28, hidden_dim=16, num_layers=1)
+    obs, _ = jax.vmap(env.reset, in_axes=(0, None))(
+        jax.random.split(jax.random.key(0), 1), env_params
+    )
+    return env, env_params, net, net.init(jax.random.key(1), obs)
+
+
+def assert_same(got: dict, want: dict):
+    got, want = jax.device_get(got), jax.device_get(want)
+    assert set(got) == set(want)
+    for name in want:
+        np.testing.assert_array_equal(np.asarray(got[name]), np.asarray(want[name]), err_msg=name)
+
+
+def plain_reporter() -> tuple[progress.Reporter, io.StringIO]:
+    out = io.StringIO()
+    return progress.Reporter(out), out
+
+
+def bar_counts(text: str) -> list[str]:
+    return [
+        line.split(": ")[1].split(" ")[0]
+        for line in text.splitlines()
+        if line.startswith("episodes: ")
+    ]
+
+
+def test_chunk_length_divides_the_steps():
+    assert chunk_length(1000) == 100
+    assert chunk_length(40) in (4, 5)
+    assert chunk_length(997) == 997  # a prime: one call plays every step
+    assert 1000 % chunk_length(1000, chunks=7) == 0
+
+
+@pytest.mark.parametrize("greedy", [True, False])
+def test_run_in_chunks_is_make_evaluate(policy, greedy):
+    env, env_params, net, params = policy
+    key = jax.random.key(7)
+    want = make_evaluate(env, env_params, net.apply, EPISODES, MAX_STEPS, greedy)(params, key)
+    report, out = plain_reporter()
+    got = run_in_chunks(
+        env, env_params, net.apply, params, EPISODES, MAX_STEPS, greedy, key, report
+    )
+    assert_same(got, want)
+    text = out.getvalue()
+    assert text.startswith("compiling the evaluation: about ")
+    assert "compiled the evaluation in " in text
+    # every episode ends within MAX_STEPS (truncation), so the bar ends at the total
+    assert bar_counts(text)[-1] == f"{EPISODES}/{EPISODES}"
+
+
+def test_random_policy_in_chunks_is_make_evaluate(policy):
+    env, env_params, _, _ = policy
+    key = jax.random.key(3)
+    want = make_evaluate(env, env_params, None, EPISODES, MAX_STEPS, greedy=False)(None, key)
+    got = run_in_chunks(env, env_params, None, None, EPISODES, MAX_STEPS, False, key)
+    assert_same(got, want)
+
+
+def greedy_actor(net):
+    def act(params, state, obs, key):
+        del state, key
+        logits, _ = net.apply(params, obs)
+        pi = masked_categorical(logits, obs.action_mask)
+        return jnp.argmax(pi.logits, axis=-1).astype(jnp.int32)
+
+    return act
+
+
+def test_refill_in_chunks_is_make_refill_evaluate(policy):
+    env, env_params, net, params = policy
+    act, key = greedy_actor(net), jax.random.key(5)
+    want = make_refill_evaluate(env, env_params, act, EPISODES, MAX_STEPS, 2)(params, key)
+    parts = refill_parts(env, env_params, act, EPISODES, MAX_STEPS, 2)
+    report, out = plain_reporter()
+    got, compile_s = refill_in_chunks(
+        parts, params, key, EPISODES, MAX_STEPS, report, "the refill", iterations=3
+    )
+    assert_same(got, want)
+    assert compile_s > 0
+    counts = bar_counts(out.getvalue())
+    assert counts[-1] == f"{EPISODES}/{EPISODES}"
+    assert out.getvalue().startswith("compiling the refill: about ")
+
+
+def test_quiet_reporter_prints_nothing(policy, capsys):
+    env, env_params, net, params = policy
+    run_in_chunks(env, env_params, net.apply, params, 2, MAX_STEPS, True, jax.random.key(0))
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err == ""
