@@ -303,12 +303,12 @@ BENCHMARKS: dict[str, Benchmark] = {
     "train": Benchmark(
         "PPO end to end: init, compile and steps/s per env count",
         "3-5 min on 2 CPU cores",
-        module="hackmatrix_train.bench",
+        module="hackmatrix_bench.train",
     ),
     "learn": Benchmark(
         "learning: train N seeds, evaluate whole episodes vs random, curves",
         "minutes to hours: set by --total-timesteps",
-        module="hackmatrix_train.learnbench",
+        module="hackmatrix_bench.learn",
     ),
     "parity": Benchmark(
         "JAX vs Swift, 1,000 scenarios x 30 steps: steps compared, matches, mismatches",
