@@ -51,6 +51,7 @@ from hackmatrix_env.constants import (
 from hackmatrix_env.history import without_snapshots
 from hackmatrix_env.viewer import scene
 
+from hackmatrix_train import progress
 from hackmatrix_train.network import masked_categorical
 
 ACTIONS_FORMAT = "hackmatrix-actions/1"
@@ -123,12 +124,16 @@ class Stepper:
 
     ``apply_fn=None`` is the uniform masked policy (no value estimate). Compiled programs are
     cached per ``(batch size, row count)``; build one ``Stepper`` per policy and reuse it.
+    ``report`` (``progress.Reporter``) hears of the compile when the first step runs.
     """
 
     def __init__(
-        self, env_params: EnvParams, apply_fn=None, greedy: bool = True, disabled=(), search=None
-    ):
+        self, env_params: EnvParams, apply_fn=None, greedy: bool = True, disabled=(), search=None,
+        report=progress.QUIET,
+    ):  # fmt: skip
         self.env_params = env_params
+        self.report = report
+        self._stepped = False
         self.apply_fn = apply_fn
         self.greedy = bool(greedy)
         # actions out of the policy's mask (a run's --disabled-programs), as hm-eval's env has
@@ -181,6 +186,19 @@ class Stepper:
         where ``outcome`` is host numpy ``(reward, terminated, truncated, breakdown, invalid)``
         and ``found`` the host ``SearchOutput`` of the rows (None without a search).
         """
+        if self._stepped:
+            return self._step(params, obs, state, run_key, batch, rows, forced)
+        if self._search is None:
+            what, estimate = "the policy and the env step", progress.COLD_COMPILE_S["recording"]
+        else:
+            what = f"the search ({self.search.num_simulations} simulations, {self.search.mode})"
+            estimate = progress.COLD_COMPILE_S["search"]
+        with self.report.compiling(what, estimate):
+            out = self._step(params, obs, state, run_key, batch, rows, forced)
+        self._stepped = True
+        return out
+
+    def _step(self, params, obs, state, run_key, batch: int, rows, forced=None):
         k_pol, k_env = jax.random.split(run_key)
         action, probs, value = self._decide(params, obs, k_pol)
         found = None
@@ -286,18 +304,31 @@ def play(
     forced: dict[int, list[int]] | None = None,
     scenarios: dict[int, dict] | None = None,
     keep_states: bool = False,
+    report=progress.QUIET,
 ) -> list[Episode]:
     """Record the episodes ``rows`` (default all) of a batch of ``batch`` under ``seed``.
 
     ``forced[i]`` replays episode ``i``'s logged actions (the episode stops when the log
     does); ``scenarios[i]`` starts episode ``i`` from a ``setState`` object. ``keep_states``
     also keeps each frame's host state (without the UNDO snapshots) in ``Episode.states``.
+    ``report`` shows a bar of the episodes recorded (the stepper reports its compile).
     """
+    with report.bar(len(episode_rows(batch, rows)), "recording", unit="episode") as bar:
+        return _play(stepper, params, seed, batch, rows, forced, scenarios, keep_states, bar)
+
+
+def episode_rows(batch: int, rows=None) -> np.ndarray:
+    """The episode indices ``play`` records: ``rows`` (checked) or the whole batch."""
     rows = np.arange(batch) if rows is None else np.asarray(rows, np.int64)
     if rows.size == 0:
         raise ValueError("no episodes to play")
     if rows.min() < 0 or rows.max() >= batch:
         raise ValueError(f"episode indices must be in 0..{batch - 1}, got {rows.tolist()}")
+    return rows
+
+
+def _play(stepper, params, seed, batch, rows, forced, scenarios, keep_states, bar):
+    rows = episode_rows(batch, rows)
     obs, state = stepper.reset(seed, batch, rows)
     if scenarios:
         obs, state = start_from_scenarios(stepper, obs, state, rows, scenarios)
@@ -308,12 +339,16 @@ def play(
         ep.states += [_row(first, j)] if keep_states else []
         ep.stage = int(first.game.stage[j])
     alive = np.ones(len(rows), bool)
+    ended = 0  # episodes that ended by the rules (the bar's count)
     host_obs_mask = np.asarray(obs.action_mask)
     for t, run_key in enumerate(stepper.run_keys(seed)):
         force = None
         if forced is not None:
             logs = [forced.get(int(i), []) for i in rows]
-            alive &= np.array([t < len(log) for log in logs])
+            log_over = alive & np.array([t >= len(log) for log in logs])
+            for j in np.flatnonzero(log_over):  # the log stops before the game does
+                episodes[j].end = "end of log"
+            alive &= ~log_over
             if not alive.any():
                 break
             force = np.array([log[t] if t < len(log) else 0 for log in logs], np.int32)
@@ -339,11 +374,14 @@ def play(
             )
             if cause is not None:
                 ep.end, alive[j] = cause, False
+                ended += 1
+                bar.update()
         host_obs_mask = np.asarray(obs.action_mask)
         if not alive.any():
             break
     for j in np.flatnonzero(alive):
         episodes[j].end = "end of log" if forced is not None else "unfinished"
+    bar.update(len(rows) - ended)  # the episodes cut by the step limit or their log's end
     return episodes
 
 
@@ -420,26 +458,33 @@ def read_action_log(path: str | Path) -> dict:
     return log
 
 
-def replay_log(log: dict, stepper: Stepper | None = None, params=None) -> list[Episode]:
-    """Replay an action log's episodes; ``stepper`` (a policy) adds its probabilities."""
+def replay_log(
+    log: dict, stepper: Stepper | None = None, params=None, report=progress.QUIET
+) -> list[Episode]:
+    """Replay an action log's episodes; ``stepper`` (a policy) adds its probabilities.
+
+    ``report`` shows a bar of the episodes replayed (the stepper reports its compile)."""
     env_params = EnvParams(
         max_steps_in_episode=log["max_steps"],
         start_stage=log["start_stage"],
         history_depth=log["history_depth"],
     )
     if stepper is None:
-        stepper = Stepper(env_params)
+        stepper = Stepper(env_params, report=report)
     elif stepper.env_params != env_params:
         stepper = Stepper(
-            env_params, stepper.apply_fn, stepper.greedy, stepper.disabled, stepper.search
-        )
+            env_params, stepper.apply_fn, stepper.greedy, stepper.disabled, stepper.search,
+            stepper.report,
+        )  # fmt: skip
     # One episode at a time: each replay is exact whatever the others are, and every log
     # runs the same compiled one-row step (hm-play's too).
     episodes = []
-    for ep in log["episodes"]:
-        i = ep["index"]
-        scenarios = {i: ep["scenario"]} if "scenario" in ep else None
-        episodes += play(
-            stepper, params, log["seed"], log["batch"], [i], {i: ep["actions"]}, scenarios
-        )
+    with report.bar(len(log["episodes"]), "replaying", unit="episode") as bar:
+        for ep in log["episodes"]:
+            i = ep["index"]
+            scenarios = {i: ep["scenario"]} if "scenario" in ep else None
+            episodes += play(
+                stepper, params, log["seed"], log["batch"], [i], {i: ep["actions"]}, scenarios
+            )
+            bar.update()
     return episodes

@@ -165,6 +165,10 @@ def evaluate_checkpoint(
     apply_fn = None if random else policy.apply_fn
     max_steps = int(env_params.max_steps_in_episode)
     name = "random" if random else ("greedy" if greedy else "sampled")
+    who = Path(policy.meta["path"]).name if policy.meta["path"] else "no checkpoint"
+    rows = f"; then {len(search)} search row{'s' if len(search) > 1 else ''}" if search else ""
+    report.say(f"evaluating {who}: {episodes} {name} episodes from stage {start_stage}, seed "
+               f"{seed}{rows}")  # fmt: skip
     result = run_in_chunks(
         env, env_params, apply_fn, policy.params, episodes, max_steps, greedy,
         jax.random.key(seed), report, what=f"the evaluation ({episodes} {name} episodes)",

@@ -24,6 +24,8 @@ import numpy as np
 from hackmatrix_env.constants import Action
 from hackmatrix_env.viewer import ACTION_NAMES, ENEMY_LETTER
 
+from hackmatrix_train import progress
+
 DIRECTION_KEYS = {
     "UP": Action.UP, "w": Action.UP, "DOWN": Action.DOWN, "s": Action.DOWN,
     "LEFT": Action.LEFT, "a": Action.LEFT, "RIGHT": Action.RIGHT, "d": Action.RIGHT,
@@ -287,10 +289,15 @@ def run(game, keys: Keys, out=None, color: bool = False, clear: bool = False, hi
             elif ended:
                 message = f"the game is over ({ended}): no move to suggest"
             else:
-                if not hinter.compiled:
-                    out.write("\nsearching (the first hint compiles the search)...\n")
-                    out.flush()
-                message = hint_text(hinter.suggest(game), game.scene()["hud"]["owned"])
+                if hinter.compiled:
+                    found = hinter.suggest(game)
+                else:  # the first hint compiles the search: say so, and for how long
+                    out.write("\n")
+                    sims = hinter.config.num_simulations
+                    what = f"the search ({sims} simulations; the first hint)"
+                    with progress.compiling(what, progress.COLD_COMPILE_S["search"], out):
+                        found = hinter.suggest(game)
+                message = hint_text(found, game.scene()["hud"]["owned"])
         elif ended:
             message = f"the game is over ({ended}): u, n or q"
         else:

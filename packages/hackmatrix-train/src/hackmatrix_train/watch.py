@@ -32,16 +32,20 @@ EVAL_REPLAY_EPISODES = 20  # hm-eval --replay keeps the page small: the first 20
 
 def record(
     checkpoint=None, random=False, actions=None, episodes=4, greedy=True, seed=0,
-    start_stage=1, max_steps=None, search=None,
+    start_stage=1, max_steps=None, search=None, report=None,
 ):  # fmt: skip
     """``(episodes, description, action log)`` for the chosen policy (module doc).
 
     ``search``: ``SearchConfig`` overrides (``num_simulations`` at least) of a search that plays
     instead of the network. No checkpoint, no ``random`` and no ``actions``: the shipped agent.
+    ``report`` (``progress.Reporter``; None: silent) hears of the compile and the recording.
     """
     from hackmatrix_env import EnvParams
 
     from hackmatrix_train import episodes as ep_mod
+    from hackmatrix_train import progress
+
+    report = progress.QUIET if report is None else report
     from hackmatrix_train.policy import check_env_args, load_policy, random_policy, search_config
 
     check_env_args(start_stage, max_steps)
@@ -62,7 +66,9 @@ def record(
         )
         apply_fn, params = (None, None) if policy is None else (policy.apply_fn, policy.params)
         disabled = () if policy is None else policy.disabled
-        eps = ep_mod.replay_log(log, ep_mod.Stepper(log_params, apply_fn, greedy, disabled), params)
+        stepper = ep_mod.Stepper(log_params, apply_fn, greedy, disabled, report=report)
+        report.say(f"replaying {len(log['episodes'])} episodes of {Path(actions).name}")
+        eps = ep_mod.replay_log(log, stepper, params, report)
         probabilities = f", probabilities of {what}" if policy is not None else ""
         return eps, f"replay of {Path(actions).name}{probabilities}", log
     if policy is None:
@@ -74,9 +80,10 @@ def record(
         what = (f"{Path(policy.meta['path']).name} (search {search_cfg.num_simulations} sims, "
                 f"{search_cfg.mode}, update {update})")  # fmt: skip
     stepper = ep_mod.Stepper(
-        policy.env_params, policy.apply_fn, greedy, policy.disabled, search_cfg
+        policy.env_params, policy.apply_fn, greedy, policy.disabled, search_cfg, report
     )
-    eps = ep_mod.play(stepper, policy.params, seed, episodes)
+    report.say(f"recording {episodes} episodes of {what}, seed {seed}")
+    eps = ep_mod.play(stepper, policy.params, seed, episodes, report=report)
     return eps, f"{what}, seed {seed}", ep_mod.action_log(eps, seed, episodes, policy.env_params)
 
 
@@ -105,7 +112,8 @@ def write_gif(path, episode, interval: int = 250) -> Path:
 
 
 def write_eval_replay(
-    path, checkpoint, episodes, greedy, seed, start_stage, max_steps, random, search=None
+    path, checkpoint, episodes, greedy, seed, start_stage, max_steps, random, search=None,
+    report=None,
 ):  # fmt: skip
     """``hm-eval --replay``: the HTML replay of the first evaluated episodes (module doc).
 
@@ -116,9 +124,11 @@ def write_eval_replay(
     searched with a smaller batch, hence other search draws (the subtitle says so).
     """
     from hackmatrix_train import episodes as ep_mod
+    from hackmatrix_train import progress
     from hackmatrix_train.policy import check_env_args, load_policy, random_policy, search_config
     from hackmatrix_train.replay_html import write_html
 
+    report = progress.QUIET if report is None else report
     check_env_args(start_stage, max_steps)
     if random and checkpoint is None:
         policy = random_policy(start_stage, max_steps)
@@ -127,9 +137,9 @@ def write_eval_replay(
     disabled = () if random else policy.disabled
     search_cfg = None if search is None else search_config(policy, **search)
     apply_fn = None if random else policy.apply_fn
-    stepper = ep_mod.Stepper(policy.env_params, apply_fn, greedy, disabled, search_cfg)
+    stepper = ep_mod.Stepper(policy.env_params, apply_fn, greedy, disabled, search_cfg, report)
     rows = range(min(episodes, EVAL_REPLAY_EPISODES))
-    eps = ep_mod.play(stepper, policy.params, seed, episodes, rows)
+    eps = ep_mod.play(stepper, policy.params, seed, episodes, rows, report=report)
     mode = "random" if random else ("greedy" if greedy else "sampled")
     if search_cfg is not None:
         mode = f"search {search_cfg.num_simulations} sims, {search_cfg.mode}"

@@ -91,11 +91,6 @@ def main(argv=None) -> int:
     args.greedy = args.greedy is not False
     if args.checkpoint is not None and not Path(args.checkpoint).exists():
         return fail("hm-eval", f"no such file or directory: {args.checkpoint}")
-    who = "the random policy" if args.random else (args.checkpoint or "the shipped agent")
-    mode = "" if args.random else (" greedy" if args.greedy else " sampled")
-    searches = f", then search {' and '.join(map(str, args.search))}" if args.search else ""
-    progress.say(f"hm-eval: evaluating {who}: {args.episodes}{mode} episodes from stage "
-                 f"{args.start_stage}, seed {args.seed}{searches}")  # fmt: skip
     compile_cache.enable_from_args(args)
     from hackmatrix_train.checkpoint import CheckpointError
     from hackmatrix_train.policy import evaluate_checkpoint

@@ -8,7 +8,7 @@ import sys
 
 from hackmatrix_env.argparsing import Parser, fail
 
-from hackmatrix_train import compile_cache
+from hackmatrix_train import compile_cache, progress
 from hackmatrix_train.cli.common import HelpFormatter, add_search_flags
 from hackmatrix_train.config import ALGORITHMS, NETWORKS, SEARCH_TARGETS, TrainConfig
 
@@ -194,6 +194,11 @@ def main(argv=None, **parts) -> int:
                         explicit, devices)  # fmt: skip
         if args.distributed:
             init_distributed(args.coordinator_address, args.num_processes, args.process_id)
+        shown = place.cfg if place else cfg
+        length = (f"{shown.time_budget:g} minutes" if shown.time_budget is not None
+                  else f"{shown.total_timesteps:,} env steps")  # fmt: skip
+        progress.say(f"hm-train: {'resuming' if place else 'starting'} a {shown.algo} run, "
+                     f"{length} on {shown.num_envs} envs")  # fmt: skip
         compile_cache.enable_from_args(args)
         result = run(cfg, explicit, place=place, **parts)
     except ValueError as e:

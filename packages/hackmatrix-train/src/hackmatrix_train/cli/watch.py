@@ -55,8 +55,7 @@ def conflicting_flags(args: argparse.Namespace) -> str | None:
 
 
 def main(argv=None) -> int:
-    from hackmatrix_train.checkpoint import CheckpointError
-    from hackmatrix_train.watch import record, write_outputs
+    from hackmatrix_train import progress
 
     args = build_parser().parse_args(argv)
     conflict = conflicting_flags(args)
@@ -69,10 +68,13 @@ def main(argv=None) -> int:
         None if args.search is None else {**search_overrides(args), "num_simulations": args.search}
     )
     compile_cache.enable_from_args(args)
+    from hackmatrix_train.checkpoint import CheckpointError
+    from hackmatrix_train.watch import record, write_outputs
+
     try:
         eps, what, log = record(
             args.checkpoint, args.random, args.actions, args.episodes, args.greedy, args.seed,
-            args.start_stage, args.max_steps_in_episode, search,
+            args.start_stage, args.max_steps_in_episode, search, progress.Reporter(),
         )  # fmt: skip
         if args.gif and not 0 <= args.gif_episode < len(eps):
             raise ValueError(f"--gif-episode must be in 0..{len(eps) - 1}")
