@@ -1,5 +1,5 @@
 """HackMatrix's training statistics: episode sums, reward-component and action-group names, the
-trainer's shaping terms, and the logged names of what an episode did (specs/train.md §3, §7).
+trainer's shaping terms, and the logged names of what an episode did (specs/train.md §2, §5, §6).
 
 The rollout (``rollout.collect_rollout``) knows no game: it calls ``track_episodes`` once per
 step. Per-env accumulators (``EpisodeAcc``: return, true length, reward components, stage
