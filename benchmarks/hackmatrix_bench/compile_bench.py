@@ -3,6 +3,7 @@
     uv run hm-bench compile                     # every program at the command's batch sizes
     uv run hm-bench compile --tiny              # small batches (minutes less; CI's sizes)
     uv run hm-bench compile --programs env_step search --phases
+    uv run hm-bench compile --programs --phases --no-xla    # the phases' lowered sizes, fast
     uv run hm-bench compile --src A_SRC B_SRC   # two hackmatrix_env trees in one process
 
 Each program a command compiles is built from the public entry points (nothing runs: the
@@ -216,8 +217,18 @@ def phase_programs(size: dict) -> dict[str, Callable]:
     return {name: builder(fn) for name, fn in _phase_fns(env, params).items()}
 
 
-def measure(build: Callable, size: dict) -> dict:
-    """Build, trace, lower and compile one program from cold caches: seconds and sizes."""
+def lowered_op_count(mlir_text: str) -> int:
+    """Operations in a lowered (StableHLO) module's text: every ``%x = op`` line, before XLA."""
+    return sum(
+        1 for line in mlir_text.splitlines() if re.match(r"\s*%[\w#:]+(?:, %[\w#:]+)* = ", line)
+    )
+
+
+def measure(build: Callable, size: dict, xla: bool = True) -> dict:
+    """Build, trace, lower and compile one program from cold caches: seconds and sizes.
+
+    ``xla=False`` stops after lowering: the lowered module's operation count only (fast).
+    """
     jax.clear_caches()
     t0 = time.perf_counter()
     fn, args = build(size)
@@ -226,6 +237,12 @@ def measure(build: Callable, size: dict) -> dict:
     t2 = time.perf_counter()
     lowered = traced.lower()
     t3 = time.perf_counter()
+    if not xla:
+        return {
+            "trace_s": round(t2 - t1, 2),
+            "lower_s": round(t3 - t2, 2),
+            "lowered_ops": lowered_op_count(lowered.as_text()),
+        }
     compiled = lowered.compile()
     t4 = time.perf_counter()
     text = compiled.as_text()
@@ -267,6 +284,11 @@ def _commit() -> str | None:
 
 
 def _row(label: str, m: dict) -> str:
+    if "compile_s" not in m:
+        return (
+            f"{label:<28} trace {m['trace_s']:6.1f} s  lower {m['lower_s']:5.1f} s  "
+            f"| {m['lowered_ops']:>7,} lowered ops (no XLA compile)"
+        )
     return (
         f"{label:<28} trace {m['trace_s']:6.1f} s  lower {m['lower_s']:5.1f} s  "
         f"XLA {m['compile_s']:6.1f} s  | {m['hlo_instructions']:>7,} HLO instructions, "
@@ -275,7 +297,7 @@ def _row(label: str, m: dict) -> str:
 
 
 def run(
-    programs: list[str], phases: bool, tiny: bool, trees: list[str | None]
+    programs: list[str], phases: bool, tiny: bool, trees: list[str | None], xla: bool = True
 ) -> dict[str, dict[str, dict]]:
     """``{tree label: {program: measures}}``, printing each row as it is measured."""
     size = TINY if tiny else FULL
@@ -291,7 +313,7 @@ def run(
                 build = phase_programs(size)[name.removeprefix("phase:")]
             else:
                 build = PROGRAMS[name]
-            m = measure(build, size)
+            m = measure(build, size, xla)
             results[label][name] = m
             prefix = "" if label == "-" else f"{label} "
             print(_row(prefix + name, m), flush=True)
@@ -304,6 +326,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--phases", action="store_true", help="also the env step's parts")
     p.add_argument("--tiny", action="store_true", help="small batches (the CI guard's)")
     p.add_argument("--src", nargs=2, metavar=("A_SRC", "B_SRC"), default=None)
+    p.add_argument(
+        "--no-xla",
+        action="store_true",
+        help="stop after lowering: the lowered module's operation count (fast, for --phases)",
+    )
     p.add_argument("--json", default=None, help="where to write the record")
     args = p.parse_args(argv)
     jax.config.update("jax_compilation_cache_dir", None)
@@ -316,7 +343,7 @@ def main(argv: list[str] | None = None) -> int:
         flush=True,
     )
     trees = args.src if args.src else [None]
-    results = run(args.programs, args.phases, args.tiny, trees)
+    results = run(args.programs, args.phases, args.tiny, trees, xla=not args.no_xla)
     record = {
         "command": "hm-bench compile " + " ".join(argv if argv is not None else sys.argv[1:]),
         "commit": _commit(),
