@@ -27,7 +27,7 @@ import sys
 import time
 from pathlib import Path
 
-from hackmatrix_train.config import RUN_BOOKKEEPING, SAVED_DEFAULTS, TrainConfig
+from hackmatrix_train.config import RUN_BOOKKEEPING, TrainConfig
 from hackmatrix_train.logging import PROGRESS_CSV
 
 CURVE_KEYS = (
@@ -41,7 +41,8 @@ CURVE_KEYS = (
 )  # fmt: skip
 # Periodic evaluation (--eval-every): the sampled policy on whole episodes of the real game
 # (stage 1), unbiased by the short-episode skew of training returns.
-EVAL_KEYS = ("return_mean", "stage_mean", "stage_3plus_frac", "siphons_per_episode",
+EVAL_KEYS = ("return_mean", "stage_mean", "stage_3plus_frac", "win_rate", "siphons_per_episode",
+             "block_siphons_per_episode", "programs_acquired_per_episode",
              "programs_per_episode", "length_mean")  # fmt: skip
 # summary.json: "<sampled|greedy>_<name>" aggregates the final evaluations' <key> over seeds.
 SUMMARY_KEYS = (("return", "return_mean"), ("stage", "stage_mean"),
@@ -74,7 +75,8 @@ def _brief(ev: dict) -> str:
     """One evaluation summary as console text."""
     return (
         f"return {ev['return_mean']:.3f} stage {ev['stage_mean']:.2f} "
-        f"stage3+ {ev['stage_3plus_frac']:.2f}"
+        f"stage3+ {ev['stage_3plus_frac']:.2f} wins {ev['win_rate']:.1%} programs acquired "
+        f"{ev['programs_acquired_per_episode']:.2f} blocks {ev['block_siphons_per_episode']:.2f}"
     )
 
 
@@ -240,12 +242,7 @@ def _learning_fields(config: dict, lengths_may_differ: bool = False) -> dict:
     ``TrainConfig`` after the config was saved counts as its default (what the run used).
     Under a time budget the length is the budget's (each run plans its own steps from its
     measured speed), so ``total_timesteps`` is not one of them."""
-    defaults = {
-        f.name: f.default
-        for f in dataclasses.fields(TrainConfig)
-        if f.default is not dataclasses.MISSING
-    } | {k: list(v) if isinstance(v, tuple) else v for k, v in SAVED_DEFAULTS.items()}
-    config = {**defaults, **config}
+    config = TrainConfig.from_dict(config).to_dict()  # every field; flat search keys nested
     budgeted = config["time_budget"] is not None
     skip = BOOKKEEPING_FIELDS | ({"total_timesteps"} if budgeted or lengths_may_differ else set())
     return {k: v for k, v in config.items() if k not in skip}

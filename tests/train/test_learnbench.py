@@ -53,9 +53,15 @@ def test_summary_has_every_eval_key_and_stage_3plus_fraction():
         "stage": np.array([1, 2, 3, 5]),
         "won": np.zeros(n, bool),
         "actions": np.zeros((n, 28), np.int32),
+        # the evaluator's economy tallies (evaluate.tally_step)
+        "block_siphons": np.array([0, 1, 2, 1]),
+        "data_blocks": np.array([0, 1, 1, 1]),
+        "program_blocks": np.array([0, 0, 1, 0]),
+        "programs_acquired": np.array([0, 0, 1, 0]),
     }
     s = summarize(result)
     assert set(EVAL_KEYS) <= s.keys()
+    assert s["block_siphons_per_episode"] == 1.0 and s["programs_acquired_per_episode"] == 0.25
     assert s["stage_3plus_frac"] == 0.5  # stages 3 and 5 of four episodes
 
 
