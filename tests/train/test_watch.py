@@ -179,7 +179,7 @@ def test_hm_watch_random_policy_and_its_log(tmp_path):
 
 def test_hm_watch_and_hm_eval_bad_arguments_get_a_message(tmp_path, capsys):
     out = str(tmp_path / "r.html")
-    assert watch_main(["--out", out]) == 2  # no policy
+    assert watch_main(["--search-mode", "oracle", "--out", out]) == 2  # a search flag alone
     assert watch_main(["--random", "--episodes", "0", "--out", out]) == 2
     assert watch_main(["--random", "--start-stage", "9", "--out", out]) == 2
     assert watch_main(["--actions", str(tmp_path / "missing.json"), "--out", out]) == 2
