@@ -81,7 +81,7 @@ def generate_and_reset(
     ones (``stage.start_game``, then the same generation). A step that completes a stage and
     is truncated needs both. Each pass is sparse (``compute_where``), and the generation is
     traced once where a stage completion and a separate reset would trace it twice
-    (specs/env-shell.md §4: a smaller graph and a faster step).
+    (specs/env-shell.md §4, §7.12: a smaller graph).
     """
     reset_seed, start = start_game(key, params)
 
