@@ -384,6 +384,12 @@ BENCHMARKS: dict[str, Benchmark] = {
         "3-8 min: set by --batches, --games and --reps",
         script="search_teacher.py",
     ),
+    "winnable": Benchmark(
+        "how winnable the game is: a study-budget search (hundreds of simulations, every "
+        "legal action considered) plays whole games, oracle and honest; wins, stage, economy",
+        "set by --games and --simulations (128 games x 256: over an hour on a loaded 2-core CPU)",
+        module="hackmatrix_bench.winnable",
+    ),
     "siphon-bias": Benchmark(
         "a checkpoint's greedy return with extra siphon/program logit bias",
         "minutes: set by --episodes and --biases",
