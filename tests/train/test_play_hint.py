@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from builders import scenario
 from hackmatrix_env.viewer import ACTION_NAMES
-from hackmatrix_train import play
+from hackmatrix_train import play, terminal
 from hackmatrix_train.cli import play as play_cli
 from train.test_play import FIRST_SCREEN_TIMEOUT, Terminal
 from train.tiny_policy import write_tiny_policy
@@ -64,7 +64,7 @@ def test_a_hint_lists_the_legal_actions_with_visits_and_q(policy, board):
     assert set(rows) == set(np.flatnonzero(mask)) and mask[hint["action"]]
     assert sum(n for n, _ in rows.values()) == SIMS
     assert all((q is not None) == (n > 0) for n, q in rows.values())
-    text = play.hint_text(hint, game.scene()["hud"]["owned"])
+    text = terminal.hint_text(hint, game.scene()["hud"]["owned"])
     assert text.startswith(f"hint: {ACTION_NAMES[hint['action']]} [")
     assert (f"the greedy network would play {ACTION_NAMES[hint['greedy']]}" in text) == hint[
         "differs"

@@ -126,8 +126,8 @@ class Hinter:
             raise ValueError(f"--search-simulations must be >= 1, got {simulations}")
         policy = load_policy(checkpoint, max_steps=max_steps)
         self.params = policy.params
-        self.config = search_config(policy, **{"mode": "honest", **options},
-                                    num_simulations=simulations)  # fmt: skip
+        options = {"mode": "honest", **options, "num_simulations": simulations}
+        self.config = search_config(policy, **options)
         self.search = make_search(policy.apply_fn, self.config)
         self.compiled = False
 
