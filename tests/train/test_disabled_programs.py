@@ -146,7 +146,7 @@ def test_the_watch_stepper_chooses_from_the_narrowed_mask():
 
 
 def test_config_names_programs_and_refuses_unknown_ones():
-    from hackmatrix_train.cli import build_parser, config_from_args
+    from hackmatrix_train.cli.train import build_parser, config_from_args
 
     args = build_parser().parse_args(["--disabled-programs", "undo", "warp"])
     cfg, explicit = config_from_args(args)
@@ -178,7 +178,9 @@ def test_the_trainer_builds_its_env_without_the_disabled_programs():
 def test_hm_train_and_hm_eval_report_the_disabled_programs(tmp_path):
     import json
 
-    from hackmatrix_train.cli import build_parser, config_from_args, evaluate_checkpoint, run
+    from hackmatrix_train.cli.train import build_parser, config_from_args
+    from hackmatrix_train.policy import evaluate_checkpoint
+    from hackmatrix_train.run import run
 
     argv = (
         "--num-envs 8 --num-steps 16 --total-timesteps 128 --log-interval 1 --hidden-dim 16 "

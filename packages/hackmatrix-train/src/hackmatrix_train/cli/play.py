@@ -13,8 +13,12 @@ from hackmatrix_env.argparsing import Parser, existing_path, fail
 from hackmatrix_env.constants import NUM_STAGES
 
 from hackmatrix_train import compile_cache
-from hackmatrix_train.cli.common import HelpFormatter, add_options, add_search_flags
-from hackmatrix_train.cli.common import search_overrides
+from hackmatrix_train.cli.common import (
+    HelpFormatter,
+    add_options,
+    add_search_flags,
+    search_overrides,
+)
 from hackmatrix_train.policy import SHIPPED_POLICY
 
 
