@@ -23,7 +23,7 @@ Programs (``PROGRAMS``):
 * ``search``: ``search.make_search``, the default policy's search (8 simulations, honest)
   over a batch of 16 games;
 * ``evaluate``: ``evaluate.make_evaluate``, the greedy evaluation of 16 episodes;
-* ``search_evaluate``: ``evaluate.make_search_evaluate``, ``hm-eval --search 8``'s program.
+* ``search_evaluate``: ``search_evaluate.make_search_evaluate``, ``hm-eval --search 8``'s program.
 
 ``--phases`` adds the env step's parts, each ``jit(vmap(part))`` over the step's batch
 (``_phase_fns``): where the step's graph comes from. ``--json FILE`` writes the record
@@ -141,8 +141,8 @@ def build_evaluate(size: dict):
 
 
 def build_search_evaluate(size: dict):
-    from hackmatrix_train.evaluate import make_search_evaluate
     from hackmatrix_train.search import search_config_from_train
+    from hackmatrix_train.search_evaluate import make_search_evaluate
 
     cfg, env, env_params, apply_fn, params = _policy(size)
     search_cfg = search_config_from_train(cfg, num_simulations=8)

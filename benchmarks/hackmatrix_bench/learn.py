@@ -532,7 +532,7 @@ def main(argv=None) -> int:
         }
         if cfg.algo == "search":  # the search trainer is evaluated with its search too
             from hackmatrix_train.alphazero import search_config
-            from hackmatrix_train.evaluate import search_summary
+            from hackmatrix_train.search_evaluate import search_summary
 
             res["search"] = search_summary(
                 eval_env, eval_params, trainer.network.apply, params, search_config(cfg),

@@ -6,7 +6,7 @@ simulations per move and every legal action considered at the root
 (``max_num_considered_actions`` = 28), in ``oracle`` mode (the true state: a floor on what good
 play reaches with this prior and value) and in ``honest`` mode (``resample_hidden``'s re-draws of
 what the player cannot see, split into ``--determinizations`` trees of equal size). The games
-are the evaluation protocol's (``evaluate.make_search_evaluate``: episode ``i`` has the reset key
+are the evaluation protocol's (``search_evaluate.make_search_evaluate``: episode ``i`` has the reset key
 and real-game keys of the greedy evaluation's episode ``i``), so a row compares with every
 ``hm-eval`` row of the same key. Each row carries the summary's economy per game
 (``programs_acquired_per_episode``, ``block_siphons_per_episode``) beside wins and stage, the
@@ -27,9 +27,10 @@ from pathlib import Path
 import jax
 from hackmatrix_env.argparsing import Parser, fail
 from hackmatrix_train.checkpoint import CheckpointError
-from hackmatrix_train.evaluate import make_search_evaluate, summarize
+from hackmatrix_train.evaluate import summarize
 from hackmatrix_train.policy import load_policy, search_config
 from hackmatrix_train.search import MODES, SearchConfig, describe, run_search
+from hackmatrix_train.search_evaluate import make_search_evaluate
 
 ALL_ACTIONS = 28  # every legal action is considered at the root
 # the columns printed per row: (header, summary key, format)
@@ -71,7 +72,7 @@ def make_play(env, env_params, apply_fn, search_cfg: SearchConfig, games: int,
               slots: int = 128):  # fmt: skip
     """Jitted ``play(params, key) -> per-episode arrays`` (``evaluate.tally_step``'s) of
     ``games`` whole games from ``env_params``' start stage, every move the planner's; the
-    games of key ``key`` are the evaluation's (``evaluate.make_search_evaluate``)."""
+    games of key ``key`` are the evaluation's (``search_evaluate.make_search_evaluate``)."""
     max_steps = int(env_params.max_steps_in_episode)
     return make_search_evaluate(env, env_params, apply_fn, search_cfg, games, max_steps, slots)
 

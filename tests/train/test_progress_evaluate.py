@@ -14,15 +14,9 @@ import numpy as np
 import pytest
 from hackmatrix_env import EnvParams, HackMatrix
 from hackmatrix_train import progress
-from hackmatrix_train.evaluate import (
-    chunk_length,
-    make_evaluate,
-    make_refill_evaluate,
-    refill_in_chunks,
-    refill_parts,
-    run_in_chunks,
-)
+from hackmatrix_train.evaluate import chunk_length, make_evaluate, run_in_chunks
 from hackmatrix_train.network import MLP, masked_categorical
+from hackmatrix_train.search_evaluate import make_refill_evaluate, refill_in_chunks, refill_parts
 
 EPISODES, MAX_STEPS = 6, 40
 

@@ -1,4 +1,4 @@
-"""The refill evaluator (``evaluate.make_refill_evaluate``) plays ``make_evaluate``'s episodes.
+"""The refill evaluator (``search_evaluate.make_refill_evaluate``) plays ``make_evaluate``'s episodes.
 
 Differential: with the greedy network as the actor, every per-episode figure equals the
 scan evaluator's, whatever the number of slots (episodes are refilled into slots as others
@@ -12,8 +12,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from hackmatrix_env import EnvParams, HackMatrix
-from hackmatrix_train.evaluate import make_evaluate, make_refill_evaluate
+from hackmatrix_train.evaluate import make_evaluate
 from hackmatrix_train.network import MLP, masked_categorical
+from hackmatrix_train.search_evaluate import make_refill_evaluate
 
 EPISODES, MAX_STEPS = 6, 40
 

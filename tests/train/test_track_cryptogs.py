@@ -15,8 +15,8 @@ import pytest
 from hackmatrix_env import EnvParams, HackMatrix
 from hackmatrix_env.hidden import invisible_cryptogs
 from hackmatrix_train import episodes as E
-from hackmatrix_train.evaluate import make_search_evaluate
 from hackmatrix_train.policy import load_policy, search_config
+from hackmatrix_train.search_evaluate import make_search_evaluate
 from train.tiny_policy import write_tiny_policy
 
 SEED, EPISODES, MAX_STEPS, SIMS, STAGE = 5, 4, 30, 4, 6

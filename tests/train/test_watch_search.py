@@ -113,8 +113,8 @@ def test_the_action_log_replays_the_searched_trajectory(searched, tmp_path):
 
 def test_hm_watch_search_plays_what_search_evaluation_scores(policy, searched):
     """Differential: ``make_search_evaluate`` (hm-eval's search) plays the same episode."""
-    from hackmatrix_train.evaluate import make_search_evaluate
     from hackmatrix_train.policy import load_policy, search_config
+    from hackmatrix_train.search_evaluate import make_search_evaluate
 
     data, _, _ = searched
     (episode,) = data["episodes"]

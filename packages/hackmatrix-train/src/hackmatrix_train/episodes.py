@@ -24,7 +24,7 @@ instead of the reset (``hm-play --scenario`` writes those).
 
 **Search** (``Stepper(..., search=SearchConfig)``): each move is a Gumbel search's
 (``search.py``) over the whole batch, drawn with the policy's key ``k_pol`` exactly as
-``evaluate.make_search_evaluate`` does, and each frame adds ``"search"`` (``search_frame``).
+``search_evaluate.make_search_evaluate`` does, and each frame adds ``"search"`` (``search_frame``).
 With ``track_cryptogs`` the stepper follows each game's cryptog belief from move to move as
 that evaluation does (``reset`` starts it over).
 The env keys do not depend on the policy, so a searched episode's action log replays it

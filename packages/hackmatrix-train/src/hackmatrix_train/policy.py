@@ -137,7 +137,8 @@ def evaluate_checkpoint(
     import jax
 
     from hackmatrix_train import progress
-    from hackmatrix_train.evaluate import run_in_chunks, search_summary, summarize
+    from hackmatrix_train.evaluate import run_in_chunks, summarize
+    from hackmatrix_train.search_evaluate import search_summary
 
     report = progress.QUIET if report is None else report
 

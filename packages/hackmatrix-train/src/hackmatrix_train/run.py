@@ -469,7 +469,7 @@ def final_evaluation(trainer, params, cfg: TrainConfig, run_dir: Path, out=print
     out(format_table(summary, f"final evaluation ({summary['episodes']} greedy episodes)"))
     if cfg.algo == "search":  # the search trainer's policy is evaluated with its search too
         from hackmatrix_train.alphazero import search_config
-        from hackmatrix_train.evaluate import search_summary
+        from hackmatrix_train.search_evaluate import search_summary
 
         row = search_summary(
             env, env_params, trainer.network.apply, jax.device_get(params), search_config(cfg),
