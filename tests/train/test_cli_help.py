@@ -97,3 +97,26 @@ def test_a_zero_default_is_shown_and_the_terms_are_explained():
     assert "(default: 0)" in entries["--seed"]  # 0 is a default, not "unset"
     text = evaluate.build_parser().format_help()
     assert "wins by the exit" in text and "UNDO quirk" in text and "programs acquired" in text
+
+
+def test_every_config_field_is_a_flag_with_its_own_help():
+    """``TrainConfig`` and ``SearchConfig`` hold each flag's help (``flag``): hm-train has a flag
+    for every field that has help, every search flag, and shows that help."""
+    import dataclasses
+
+    from hackmatrix_train.config import SEARCH_FLAGS, TrainConfig
+    from hackmatrix_train.search_config import SearchConfig
+
+    entries = options(train.build_parser().format_help())
+    helped = {f.name for f in dataclasses.fields(TrainConfig) if "help" in f.metadata}
+    assert helped == {f.name for f in dataclasses.fields(TrainConfig)} - {"search", "notes"}
+    search_help = {f.name: f.metadata["help"] for f in dataclasses.fields(SearchConfig)
+                   if "help" in f.metadata}  # fmt: skip
+    assert set(search_help) == set(SEARCH_FLAGS.values())
+    for name, help_text in [
+        *((f.name, f.metadata["help"]) for f in dataclasses.fields(TrainConfig) if f.name in helped),
+        *((dest, search_help[field]) for dest, field in SEARCH_FLAGS.items()
+          if dest != "search_track_cryptogs"),  # the trainer's search follows no one game
+    ]:  # fmt: skip
+        entry = "".join(entries["--" + name.replace("_", "-")].split())  # wrapping aside
+        assert "".join(help_text.split()) in entry, name

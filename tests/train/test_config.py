@@ -5,15 +5,16 @@ from __future__ import annotations
 import argparse
 
 import pytest
-from hackmatrix_train.cli.train import build_parser, config_from_args, parse_count
+from hackmatrix_env.argparsing import count as parse_count
+from hackmatrix_train.cli.train import build_parser, config_from_args
 from hackmatrix_train.config import (
     MIN_EPOCHS,
-    REMOVED_FIELDS,
     TARGET_MINIBATCH,
     TrainConfig,
     plan,
     validate,
 )
+from hackmatrix_train.saved_configs import REMOVED_FIELDS
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from train.recipes import RECIPES, plain_ppo

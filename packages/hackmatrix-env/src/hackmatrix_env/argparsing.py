@@ -9,6 +9,7 @@ does not exist reads ``no such file or directory: <path>`` in every tool (``exis
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 
@@ -38,3 +39,16 @@ def existing_path(text: str) -> Path:
     if not path.exists():
         raise argparse.ArgumentTypeError(missing(text))
     return path
+
+
+def count(text: str) -> int:
+    """An argparse ``type`` for a count: ``10M``, ``500k``, ``1e7``, ``1_000_000`` -> int."""
+    t = text.strip().lower().replace("_", "").replace(",", "")
+    mult = {"k": 10**3, "m": 10**6, "g": 10**9, "b": 10**9}.get(t[-1:], 1)
+    try:
+        value = float(t[:-1] if mult != 1 else t) * mult
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a count: {text!r} (e.g. 10M, 500k, 1e7)") from None
+    if value < 0 or not math.isfinite(value) or value != int(value):
+        raise argparse.ArgumentTypeError(f"not a whole non-negative count: {text!r}")
+    return int(value)

@@ -12,13 +12,14 @@ actually trained, with the auto-scaling of minibatches/epochs for large batches 
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import math
-import warnings
 from dataclasses import dataclass, field
 
 from hackmatrix_env.constants import FIRST_PROGRAM, HISTORY_DEPTH, PROGRAM_NAMES
 
+from hackmatrix_train.saved_configs import saved_config
 from hackmatrix_train.search_config import SearchConfig
 
 # --auto-tune's envs per device (the measured speeds that chose them: specs/train.md §5, §10)
@@ -34,43 +35,6 @@ RUN_BOOKKEEPING = frozenset({
     "log_interval", "no_wandb", "project", "entity", "save_interval", "save_interval_minutes",
     "checkpoint_dir", "keep_checkpoints", "no_artifact", "resume", "rewind", "run_suffix",
 })  # fmt: skip
-
-# Fields of earlier configs, with the value that meant "off": the start-stage and start-kit
-# training curricula, dropped for measuring no benefit (experiments/findings.md). Checkpoints
-# saved before still carry them; ``TrainConfig.from_dict`` drops them (with a warning when
-# the run used one) so those checkpoints still load, evaluate and resume on the bare game.
-REMOVED_FIELDS: dict[str, object] = {
-    "start_stage": 1,
-    "start_stage_max": None,
-    "kit_siphons": 0,
-    "kit_credits": 0,
-    "kit_energy": 0,
-    "kit_programs": 0,
-    "kit_prob": 1.0,
-    "kit_pool": None,
-}
-
-
-# The value a saved config lacking the field was trained with: the field's default before the
-# defaults became the default recipe (fields added since then were saved by every run), so an
-# older checkpoint loads as the run it was (``TrainConfig.from_dict``, ``saved_config``).
-SAVED_DEFAULTS: dict[str, object] = {
-    "num_steps": 128,
-    "total_timesteps": 10_000_000,
-    "time_budget": None,
-    "lr": 2.5e-4,
-    "anneal_lr": False,
-    "vf_coef": 0.5,
-    "ent_coef": 0.15,
-    "ent_coef_end": None,
-    "explore_floor": 0.0,
-    "explore_floor_end": None,
-    "program_bonus": 0.0,
-    "program_terms_skip_undo": False,
-    "disabled_programs": (),
-    "network": "mlp",
-}
-
 
 ALGORITHMS = ("ppo", "search")
 SEARCH_TARGETS = ("improved", "raw", "overrides", "action")
@@ -100,9 +64,24 @@ SEARCH_FROM_RUN = frozenset({
 })  # fmt: skip
 
 
+# The help groups of hm-train's flags (cli.train.GROUPS titles them; LENGTH: one or the other)
+MAIN, LENGTH, SEARCH, LOGS, KNOBS = "main", "length", "search", "logs", "knobs"
+
+
+def flag(default, help: str, group: str = MAIN, **options):
+    """A ``TrainConfig`` field that is an ``hm-train`` flag: its default, its help (the one place
+    its meaning is written), its help group and argparse options (``cli.train.build_parser``;
+    ``type="count"`` reads ``10M``, ``5e6``, ...)."""
+    return field(default=default, metadata={"help": help, "group": group, "options": options})
+
+
+SWITCH, TOGGLE = {"action": "store_true"}, {"action": argparse.BooleanOptionalAction}
+
+
 @dataclass(frozen=True)
 class TrainConfig:
-    """Every hyperparameter of a run. Field names are the CLI flags with ``-`` -> ``_``.
+    """Every hyperparameter of a run. Field names are the CLI flags with ``-`` -> ``_``; each
+    field's help is its flag's (``flag``).
 
     The field defaults are the default recipe, HackMatrix's (``hm-train`` with no flag): the grid
     encoder, a program bonus and UNDO out of the agent's mask, and a time budget in place of a
@@ -110,95 +89,117 @@ class TrainConfig:
     env, is the shipped recipe ``reference`` (``recipe.py``).
     """
 
+    seed: int = flag(0, "the run's random seed (params, envs, actions)")
     # rollout / batch
-    num_envs: int = 256
-    num_steps: int = 32
-    total_timesteps: int = 25_000_000  # the length when time_budget is None
-    # minutes for compiling and training: when set, the trainer times its compiled chunk and
-    # replaces total_timesteps with what fits (cli.plan_time_budget); None: total_timesteps
-    time_budget: float | None = 50.0
+    num_envs: int = flag(256, "parallel environments")
+    num_steps: int = flag(32, "steps per env per rollout")
+    total_timesteps: int = flag(25_000_000, "env steps to train (10M, 5e6, ...); given, it "
+                                "replaces the time budget (default: as many as fit --time-budget)",
+                                LENGTH, type="count")  # fmt: skip
+    # set: the trainer times its compiled chunk and replaces total_timesteps with what fits
+    time_budget: float | None = flag(50.0, "minutes for compiling and training: time the "
+                                     "compiled update, then train as many steps as fit (the final "
+                                     "evaluation follows)", LENGTH, type=float)  # fmt: skip
+    auto_tune: bool = flag(False, "pick num_envs for the hardware", **SWITCH)
     # optimisation
-    lr: float = 1e-3
-    anneal_lr: bool = True  # linear LR decay to 0 over the run
-    gamma: float = 0.99
-    gae_lambda: float = 0.95
-    num_minibatches: int = 4
-    update_epochs: int = 4
-    clip_eps: float = 0.2
-    # the value loss's clip range around the rollout's value, in return units: None = the
-    # policy's clip_eps (the PPO2 convention), 0 = no value clipping (ppo.value_loss)
-    vf_clip_eps: float | None = None
-    vf_coef: float = 0.125
-    ent_coef: float = 0.02
-    ent_coef_end: float | None = 0.002  # None: constant; else linear from ent_coef to this
-    max_grad_norm: float = 0.5
+    lr: float = flag(1e-3, "Adam learning rate")
+    anneal_lr: bool = flag(True, "linear LR decay to 0", **TOGGLE)
+    ent_coef: float = flag(0.02, "entropy coefficient (start value when annealed)")
+    ent_coef_end: float | None = flag(0.002, "anneal the entropy coefficient linearly to this "
+                                      "(none: constant)", KNOBS, type=float)  # fmt: skip
+    vf_coef: float = flag(0.125, "value-loss weight")
+    gamma: float = flag(0.99, "discount factor", KNOBS)
+    gae_lambda: float = flag(0.95, "GAE's lambda (bias-variance of the advantages)", KNOBS)
+    num_minibatches: int = flag(4, "minibatches per epoch (auto-scaled for large batches)", KNOBS)
+    update_epochs: int = flag(4, "passes over each rollout per update", KNOBS)
+    clip_eps: float = flag(0.2, "PPO's clip range of the probability ratio", KNOBS)
+    # None is the PPO2 convention (ppo.value_loss)
+    vf_clip_eps: float | None = flag(None, "clip range of the value loss around the rollout's "
+                                     "value, in return units (0: no value clipping; default: "
+                                     "--clip-eps)", KNOBS, type=float)  # fmt: skip
+    max_grad_norm: float = flag(0.5, "global gradient-norm clip", KNOBS)
     # exploration floor on the siphon action and on the program actions taken together
-    # (ppo.floor_penalty): 0 = off; else a penalty keeps each group's probability >= this
-    explore_floor: float = 0.003
-    explore_floor_end: float | None = 0.001  # None: constant; else linear from explore_floor
-    # fraction of the run before the floor switches on: movement is learned first, then the
-    # floor (annealed from explore_floor to explore_floor_end over the rest) adds siphons and
-    # programs (specs/train.md §5)
-    explore_floor_start: float = 0.0
-    explore_coef: float = 0.1  # weight of the floor penalty in the loss
-    # fraction of the run over which that weight rises linearly from 0 to explore_coef after
-    # the switch-on (0: a step), so the penalty does not hit the policy all at once
-    explore_floor_ramp: float = 0.0
-    reward_scale: float = 1.0  # rewards are multiplied by this inside the loss only
-    # potential-based shaping in the loss only: phi = this x programs owned (specs/train.md §5);
-    # 0 = off. The game's reward and every logged or evaluated return stay canonical.
-    program_potential: float = 0.0
-    # intrinsic reward in the loss only: this x the change in programs owned, kept when the
-    # episode ends (unlike the potential), so it pays for ending with programs; 0 = off
-    program_bonus: float = 5.0
-    # None: the bonus stays at program_bonus; else it moves linearly to this over the run, so
+    # (ppo.floor_penalty); movement is learned first, then the floor adds siphons and programs
+    explore_floor: float = flag(0.003, "exploration floor: a loss penalty keeps P(siphon) and "
+                                "P(any program) >= this wherever they are valid (0 = off; "
+                                "specs/train.md §5)", KNOBS)  # fmt: skip
+    explore_floor_end: float | None = flag(0.001, "anneal the floor linearly to this", KNOBS,
+                                           type=float)  # fmt: skip
+    explore_floor_start: float = flag(0.0, "fraction of the run before the floor switches on "
+                                      "(then annealed over the rest)", KNOBS)  # fmt: skip
+    explore_coef: float = flag(0.1, "weight of the exploration-floor penalty", KNOBS)
+    # a ramp, so the penalty does not hit the policy all at once
+    explore_floor_ramp: float = flag(0.0, "fraction of the run over which the penalty's weight "
+                                     "rises from 0 to --explore-coef after the switch-on (0: at "
+                                     "once)", KNOBS)  # fmt: skip
+    reward_scale: float = flag(1.0, "multiply rewards by this inside the loss", KNOBS)
+    # the shaping terms live in the loss only: the game's reward, and every logged or evaluated
+    # return, stay canonical (specs/train.md §5)
+    program_potential: float = flag(0.0, "potential-based shaping inside the loss: phi = this x "
+                                    "programs owned (0: off); returns and evaluations stay the "
+                                    "game's reward", KNOBS)  # fmt: skip
+    # unlike the potential, the bonus is kept when the episode ends: it pays for ending with
+    # programs
+    program_bonus: float = flag(5.0, "intrinsic reward inside the loss: this x each program "
+                                "acquired, kept at death (0: off); returns and evaluations stay "
+                                "the game's reward", KNOBS)  # fmt: skip
     # a bonus that keeps programs in play early can hand the policy back to the game's reward
-    program_bonus_end: float | None = None
-    # both program terms count every program but UNDO, whose cross-stage quirk (rules §11.4)
-    # the game's reward already pays for
-    program_terms_skip_undo: bool = True
-    # programs taken out of the agent's action mask in training and in every evaluation
-    # (hackmatrix_env.adapters.DisabledActionsWrapper), by name, e.g. ("undo",): an ablation
-    # of the agent, the game is unchanged
-    disabled_programs: tuple[str, ...] = ("undo",)
+    program_bonus_end: float | None = flag(None, "move the program bonus linearly from "
+                                           "--program-bonus to this over the run (default: "
+                                           "constant)", KNOBS, type=float)  # fmt: skip
+    # UNDO's cross-stage quirk (rules §11.4) is paid for by the game's reward already
+    program_terms_skip_undo: bool = flag(True, "the program potential and bonus count every "
+                                         "program but UNDO", KNOBS, **TOGGLE)  # fmt: skip
+    # by name (hackmatrix_env.adapters.DisabledActionsWrapper)
+    disabled_programs: tuple[str, ...] = flag(("undo",), "programs taken out of the agent's "
+                                              "action mask in training and evaluation, e.g. "
+                                              "'undo' (an ablation of the agent; the game is "
+                                              "unchanged); the flag alone: none", KNOBS, type=str,
+                                              nargs="*", metavar="NAME")  # fmt: skip
     # network
-    network: str = "grid"
-    hidden_dim: int = 256
-    num_layers: int = 2
+    network: str = flag("grid", "mlp (flattened obs) or grid (conv over 6x6 cells)",
+                        choices=NETWORKS)  # fmt: skip
+    hidden_dim: int = flag(256, "width of the network's hidden layers", KNOBS)
+    num_layers: int = flag(2, "hidden layers of the network's trunk", KNOBS)
     # env
-    max_steps_in_episode: int = 1000
-    history_depth: int = HISTORY_DEPTH  # UNDO ring size (EnvParams.history_depth, static)
-    # the algorithm: "ppo", or "search" (Gumbel AlphaZero with the game as model: the search
-    # acts, the network learns its improved policy and lambda-returns; specs/search.md)
-    algo: str = "ppo"
+    max_steps_in_episode: int = flag(1000, "truncation limit (EnvParams)", KNOBS)
+    history_depth: int = flag(HISTORY_DEPTH, "UNDO snapshots kept (EnvParams.history_depth); "
+                              "raise it for UNDO-heavy policies, see "
+                              "stats/history_overflow_frac", KNOBS)  # fmt: skip
+    # the algorithm: Gumbel AlphaZero with the game as model for "search" (specs/search.md)
+    algo: str = flag("ppo", "ppo, or search", SEARCH, choices=ALGORITHMS)
     # how the search acts (algo "search") and how hm-eval, hm-watch and hm-play search with the
-    # run's policy: simulations, mode, depth, ... (flags: SEARCH_FLAGS); the units are the run's
+    # run's policy (flags: SEARCH_FLAGS, help: search_config); the units are the run's
     search: SearchConfig = field(default_factory=SearchConfig)
-    # the policy target: "improved" (mctx's completed-Q improved policy), "raw" (the same with the
-    # Q values in the value's units, not min-max rescaled: small Q differences move it little)
-    # "overrides" (the improved policy, learnt only where the search played another move than
-    # the network's argmax) or "action" (one-hot of the move the search played)
-    search_target: str = "improved"
+    search_target: str = flag("improved", "the policy target: the search's improved policy (its "
+                              "Q rescaled to [0, 1], or raw: in the value's units; overrides: "
+                              "learnt only where the search overruled the network's argmax), or "
+                              "the action it played", SEARCH, choices=SEARCH_TARGETS)  # fmt: skip
     # logging / checkpoints
-    log_interval: int = 10  # updates per jitted chunk; log after each chunk
-    no_wandb: bool = False
-    project: str = "hackmatrix"
-    entity: str | None = None
-    run_name: str | None = None
-    run_suffix: str | None = None
-    resume: str | None = None
-    init_params: str | None = None  # warm start: params of this checkpoint, fresh optimizer
-    rewind: int | None = None
-    save_interval: int | None = None  # updates; None: only time-based + final
-    save_interval_minutes: float = 10.0
-    checkpoint_dir: str = "checkpoints"
-    keep_checkpoints: int = 5
-    no_artifact: bool = False
-    seed: int = 0
-    auto_tune: bool = False
-    # end-of-run evaluation (evaluate.py): greedy episodes from stage 1 with a fixed key
-    final_eval_episodes: int = 256
-    final_eval_seed: int = 0
+    log_interval: int = flag(10, "updates per jitted chunk / log line", LOGS)
+    no_wandb: bool = flag(False, "disable wandb", **SWITCH)
+    project: str = flag("hackmatrix", "wandb project", LOGS)
+    entity: str | None = flag(None, "wandb entity (default: wandb's)", LOGS)
+    run_name: str | None = flag(None, "run name (default: derived from the config)", LOGS)
+    run_suffix: str | None = flag(None, "appended to the run name", LOGS)
+    resume: str | None = flag(None, "checkpoint file or run directory to continue")
+    init_params: str | None = flag(None, "warm start: start from the params of this checkpoint "
+                                   "(file, run dir or params export) with a fresh optimizer, "
+                                   "schedules and envs; the network must match")  # fmt: skip
+    rewind: int | None = flag(None, "with --resume DIR: the latest checkpoint <= this update",
+                              LOGS, type=int)  # fmt: skip
+    save_interval: int | None = flag(None, "also checkpoint every N updates (default: by time "
+                                     "only)", LOGS, type=int)  # fmt: skip
+    save_interval_minutes: float = flag(10.0, "checkpoint every N minutes", LOGS)
+    checkpoint_dir: str = flag("checkpoints", "root of run directories")
+    keep_checkpoints: int = flag(5, "full checkpoints kept per run", LOGS)
+    no_artifact: bool = flag(False, "do not log the final params as a wandb artifact", LOGS,
+                             **SWITCH)  # fmt: skip
+    # end-of-run evaluation (evaluate.py)
+    final_eval_episodes: int = flag(256, "greedy episodes from stage 1 evaluated at the end of "
+                                    "the run (0 = skip)")  # fmt: skip
+    final_eval_seed: int = flag(0, "key of the end-of-run evaluation (fixed: runs compare)",
+                                KNOBS)  # fmt: skip
     # bookkeeping of the plan (not flags)
     notes: tuple[str, ...] = field(default=(), compare=False)
 
@@ -240,10 +241,10 @@ class TrainConfig:
 
     @classmethod
     def from_dict(cls, d: dict) -> TrainConfig:
-        """The config of a saved dict; ``REMOVED_FIELDS`` are dropped, other unknown keys refused,
+        """The config of a saved dict; ``saved_configs.REMOVED_FIELDS`` are dropped, unknown keys refused,
         and a field the dict lacks gets ``SAVED_DEFAULTS``' value (what the run used). Flat
         ``search_*`` keys (configs saved before ``search`` was nested) move into ``search``."""
-        d = saved_config(nest_search(d))
+        d = saved_config(nest_search(d), {f.name for f in dataclasses.fields(cls)})
         d["notes"] = tuple(d.get("notes", ()))
         d["disabled_programs"] = tuple(d.get("disabled_programs", ()))
         d["search"] = replace_search(SearchConfig(), d.get("search", {}), flags=False)
@@ -285,36 +286,6 @@ def replace_search(search: SearchConfig, values: dict, flags: bool = True) -> Se
         field_name = str(e).split(" ", 1)[0]
         flag = names.get(field_name)
         raise ValueError(f"--{flag.replace('_', '-')}: {e}" if flag else str(e)) from None
-
-
-def saved_config(d: dict) -> dict:
-    """A saved config dict completed to every field: ``SAVED_DEFAULTS`` for a field it lacks,
-    else the field default; ``REMOVED_FIELDS`` dropped (``drop_removed_fields``)."""
-    names = {f.name for f in dataclasses.fields(TrainConfig)}
-    unknown = sorted(set(d) - names - set(REMOVED_FIELDS))
-    if unknown:
-        raise ValueError(f"unknown config keys: {unknown}")
-    missing = {k: v for k, v in SAVED_DEFAULTS.items() if k not in d}
-    return {**missing, **drop_removed_fields(d)}
-
-
-def drop_removed_fields(d: dict) -> dict:
-    """``d`` without ``REMOVED_FIELDS``; warns when one held a setting other than "off".
-
-    A run that trained with a removed curriculum still loads: it evaluates, and resumes, on
-    the bare game from stage 1, which the warning says.
-    """
-    used = {k: d[k] for k in REMOVED_FIELDS if k in d and d[k] != REMOVED_FIELDS[k]}
-    if used:
-        settings = ", ".join(f"{k}={v!r}" for k, v in used.items())
-        warnings.warn(
-            f"ignoring removed training-curriculum settings of a saved config ({settings}): "
-            "the trainer no longer has start-stage or start-kit curricula, so the run "
-            "evaluates and resumes on the bare game from stage 1",
-            UserWarning,
-            stacklevel=3,
-        )
-    return {k: v for k, v in d.items() if k not in REMOVED_FIELDS}
 
 
 def validate(cfg: TrainConfig, num_devices: int = 1) -> None:

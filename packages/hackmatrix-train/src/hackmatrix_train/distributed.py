@@ -8,7 +8,31 @@ process.
 
 from __future__ import annotations
 
+import argparse
+
 from hackmatrix_train.config import TrainConfig
+
+# hm-train's flags of the process, not of the run (not TrainConfig fields)
+ARG_NAMES = frozenset({"cpu_devices", "distributed", "coordinator_address", "num_processes",
+                       "process_id"})  # fmt: skip
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--cpu-devices`` and the multi-host flags (``ARG_NAMES``)."""
+    for flag, text, kw in (
+        ("--cpu-devices", "on CPU, JAX devices to split envs and minibatches over (default: one "
+         "per usable core; 1: one device)", {"type": int}),
+        ("--distributed", "multi-host: call jax.distributed.initialize() first; SLURM / Open MPI "
+         "set the process layout, else the three flags below do (specs/train.md §6)",
+         {"action": "store_true"}),
+        ("--coordinator-address", "with --distributed: process 0's address, the same for every "
+         "process (default: $JAX_COORDINATOR_ADDRESS or the cluster's)", {"metavar": "HOST:PORT"}),
+        ("--num-processes", "with --distributed: how many processes train (default: the "
+         "cluster's)", {"type": int}),
+        ("--process-id", "with --distributed: this process's index, 0..N-1; 0 writes every file "
+         "(default: the cluster's)", {"type": int}),
+    ):  # fmt: skip
+        parser.add_argument(flag, default=None, help=text, **kw)
 
 
 def cpu_device_count(cfg: TrainConfig, cores: int) -> int:

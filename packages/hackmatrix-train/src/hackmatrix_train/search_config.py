@@ -8,12 +8,23 @@ before JAX loads.
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 
 MODES = ("honest", "oracle")
 SELECTIONS = ("gumbel", "improved")
 TARGET_QS = ("rescaled", "raw")
 CHANCES = ("sampled", "common")
+# honest mode's default: one determinization per this many simulations (specs/search.md §2)
+SIMULATIONS_PER_DETERMINIZATION = 8
+
+
+def flag(default, help: str, shown: str | None = None, **options):
+    """A ``SearchConfig`` field with a ``--search-*`` flag (``config.SEARCH_FLAGS``): its help
+    (the one place its meaning is written), how its default reads where that is not its value
+    (``shown``) and argparse options (``cli.common.add_search_flags``)."""
+    meta = {"help": help, "shown": shown, "options": options}
+    return dataclasses.field(default=default, metadata=meta)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -24,50 +35,56 @@ class SearchConfig:
     sampled when ``gumbel_scale`` > 0); ``"improved"`` plays the argmax of the improved policy.
     """
 
-    num_simulations: int = 8
-    max_depth: int | None = None
-    gumbel_scale: float = 1.0
-    # the root's Gumbel-Top-k: 2 actions, more visits each, plan best (specs/search.md §1)
-    max_num_considered_actions: int = 2
+    num_simulations: int = flag(8, "simulations per move")
+    max_depth: int | None = flag(None, "the tree's maximum depth", "no limit", type=int,
+                                 metavar="D")  # fmt: skip
+    gumbel_scale: float = flag(1.0, "scale of the root's Gumbel noise, 0: deterministic",
+                               metavar="G")  # fmt: skip
+    # 2 actions, more visits each, plan best (specs/search.md §1)
+    max_num_considered_actions: int = flag(2, "actions the root's Gumbel-Top-k considers, "
+                                           "sequential halving among them", metavar="M")  # fmt: skip
     # mctx's completed-Q transform: the root's Q values, rescaled to [0, 1], enter the improved
     # policy's logits times (maxvisit_init + max visits) * value_scale
-    value_scale: float = 0.1
-    # the value scale of the improved policy given as the trainer's target (``policy_target``);
-    # None: the acting one. Smaller: a target closer to the prior (a smaller improvement step)
-    target_value_scale: float | None = None
+    value_scale: float = flag(0.1, "weight of the root's rescaled Q in the improved policy, "
+                              "mctx's value_scale", metavar="C")  # fmt: skip
+    # the value scale of the improved policy given as the trainer's target (``policy_target``)
+    target_value_scale: float | None = flag(None, "value scale of the improved-policy target "
+                                            "(smaller: closer to the network's policy)",
+                                            "the acting search's", type=float)  # fmt: skip
     # the target's Q values: "rescaled" to [0, 1] by the root's min and max (mctx's default,
     # as the acting search), or "raw", in the value's units (a Q difference of d moves the
     # target's logits by (50 + max visits) * scale * d, however small d is)
     target_q: str = "rescaled"
-    selection: str = "gumbel"
-    mode: str = "honest"
-    # the game's randomness inside the tree: "sampled", the key mctx passes for each simulation;
-    # "common", a key carried by the node and shared by its children, so the actions of a node
-    # are compared under the same draws (common random numbers)
-    chance: str = "sampled"
+    selection: str = flag("gumbel", "play mctx's Gumbel action or the improved policy's argmax",
+                          choices=SELECTIONS)  # fmt: skip
+    mode: str = flag("honest", "honest: plan from states re-drawn from the observation; oracle: "
+                     "from the true state", choices=MODES)  # fmt: skip
+    # "sampled": the key mctx passes for each simulation; "common": a key carried by the node
+    # and shared by its children, so a node's actions compare under the same draws
+    chance: str = flag("sampled", "the game's draws in the tree: sampled per simulation, or "
+                       "common to a node's children", choices=CHANCES)  # fmt: skip
     gamma: float = 0.99
     reward_scale: float = 1.0
     max_steps_in_episode: int = 1000
     disabled: tuple[int, ...] = ()  # action indices out of the policy's mask (e.g. UNDO = 14)
-    # honest mode: independent determinizations per decision, num_simulations split evenly
-    # among them; their improved policies are averaged and the argmax is played. None: one
-    # per SIMULATIONS_PER_DETERMINIZATION simulations (specs/search.md §2)
-    determinizations: int | None = None
+    # the argmax of the averaged improved policies is played (specs/search.md §2)
+    determinizations: int | None = flag(None, "honest mode: K searches from independent "
+                                        "re-draws of the hidden parts, N/K simulations each, "
+                                        "improved policies averaged",
+                                        f"one per {SIMULATIONS_PER_DETERMINIZATION} simulations",
+                                        type=int, metavar="K")  # fmt: skip
     # a reward per program acquired (UNDO aside) added to the tree's rewards, as the trainer's
     # --program-bonus adds it to the value's targets; 0 (the default): the canonical reward
     # (specs/search.md §2: adding it measured worse)
     program_bonus: float = 0.0
     program_bonus_skips_undo: bool = True  # the trainer's --program-terms-skip-undo
-    # honest mode, where a caller follows the game (hm-eval, hm-watch): draw the
-    # unseen cryptogs among the cells the player's history leaves possible
-    # (``hidden.track_cryptogs``), not among every dark cell
-    track_cryptogs: bool = False
+    # where a caller follows the game (hm-eval, hm-watch): ``hidden.track_cryptogs``
+    track_cryptogs: bool = flag(False, "honest mode: draw the unseen cryptogs where the game's "
+                                "history leaves them possible, not on any dark cell",
+                                action=argparse.BooleanOptionalAction)  # fmt: skip
 
     def __post_init__(self):
         check_search_config(self)
-
-
-SIMULATIONS_PER_DETERMINIZATION = 8
 
 
 def num_determinizations(cfg: SearchConfig) -> int:

@@ -1,5 +1,5 @@
 """Evaluation summaries as text: aligned tables, one column per policy row (``hm-eval``, the
-final evaluation of ``hm-train``). The terms are explained in ``hm-eval -h``."""
+final evaluation of ``hm-train``). ``TERMS`` explains them (``hm-eval -h``)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,21 @@ def _pct(x) -> str:
     return f"{100 * x:.1f} %"
 
 
-# (label, the cell of a summary, or None where the summary lacks it); terms: hm-eval -h
+TERMS = """\
+the summary's terms:
+  wins                 episodes that won the game (the victory bonus), by any route
+  UNDO quirk           a stage completed from a board that UNDO restored across a stage change,
+                       whose exit is not at the exit cell (rules §11.4); "episodes using the
+                       UNDO quirk" have at least one such completion
+  wins by the exit     wins of the episodes that never used the quirk
+  completions          stages completed by the exit / through the UNDO quirk, all episodes
+  unfinished           episodes the step limit cut while alive
+  blocks siphoned      siphons that reached a block (the others took only credits, energy)
+  programs acquired    programs gained by siphoning program blocks, per episode
+  stage 3+ / 5+        episodes that reached stage 3 (5) or beyond
+"""
+
+# (label, the cell of a summary, or None where the summary lacks it); terms: TERMS
 SUMMARY_ROWS = (
     ("episodes", lambda s: f"{s['episodes']}"),
     ("return, mean ± std", lambda s: f"{s['return_mean']:+.2f} ± {s['return_std']:.2f}"),

@@ -17,6 +17,7 @@ in ``play.py``.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import sys
 
@@ -314,3 +315,20 @@ def is_terminal(stream) -> bool:
         return os.isatty(stream.fileno())
     except (AttributeError, OSError, ValueError):  # a stream with no file (captured output)
         return False
+
+
+def play(game, no_color: bool = False, hinter=None) -> int:
+    """``hm-play``'s session on this process's terminal: colour unless ``no_color``,
+    ``NO_COLOR`` or piped output; Ctrl-C or a hung-up terminal (EIO) ends it quietly."""
+    color = is_terminal(sys.stdout) and not no_color and not os.environ.get("NO_COLOR")
+    keys = Keys(sys.stdin.fileno())
+    try:
+        return run(game, keys, color=color, clear=color, hinter=hinter)
+    except KeyboardInterrupt:
+        return 0
+    except OSError as e:  # the terminal hung up: nothing left to talk to
+        if e.errno != errno.EIO:
+            raise
+        return 0
+    finally:
+        keys.close()

@@ -1,12 +1,16 @@
-"""What the commands share: the help layout and the search's flags."""
+"""What the commands share: the help layout, the search's flags, the policy's options."""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 
 from hackmatrix_train.config import SEARCH_FLAGS
 from hackmatrix_train.policy import SHIPPED_POLICY
-from hackmatrix_train.search_config import CHANCES, MODES, SELECTIONS, SearchConfig
+from hackmatrix_train.search_config import SearchConfig
+
+# hm-train's alone: the other commands take the simulations as --search N and learn no target
+TRAINER_SEARCH_FLAGS = frozenset({"search_simulations", "search_target_value_scale"})
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -22,46 +26,23 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
         return f"{text} (default: %(default)s)"
 
 
-# The search's flags (SearchConfig fields by config.SEARCH_FLAGS): argparse options and help;
-# "{own}" in the help names whose setting the default is.
-_D = SearchConfig()
-SEARCH_ARGS = {
-    "search_mode": dict(choices=MODES, help="honest: plan from states re-drawn from the "
-                        f"observation; oracle: from the true state (default: {{own}}{_D.mode})"),
-    "search_depth": dict(type=int, metavar="D", help="the tree's maximum depth (default: "
-                         "{own}no limit)"),
-    "search_gumbel_scale": dict(type=float, metavar="G", help="scale of the root's Gumbel "
-                                f"noise, 0: deterministic (default: {{own}}{_D.gumbel_scale})"),
-    "search_considered": dict(type=int, metavar="M", help="actions the root's Gumbel-Top-k "
-                              "considers, sequential halving among them (default: "
-                              f"{{own}}{_D.max_num_considered_actions})"),
-    "search_value_scale": dict(type=float, metavar="C", help="weight of the root's rescaled Q "
-                               "in the improved policy (mctx's value_scale; default: "
-                               f"{{own}}{_D.value_scale})"),
-    "search_selection": dict(choices=SELECTIONS, help="play mctx's Gumbel action or the "
-                             f"improved policy's argmax (default: {{own}}{_D.selection})"),
-    "search_chance": dict(choices=CHANCES, help="the game's draws in the tree: sampled per "
-                          "simulation, or common to a node's children (default: "
-                          f"{{own}}{_D.chance})"),
-    "search_determinizations": dict(type=int, metavar="K", help="honest mode: K searches from "
-                                    "independent re-draws of the hidden parts, N/K simulations "
-                                    "each, improved policies averaged (default: {own}one per 8 "
-                                    "simulations)"),
-    "search_track_cryptogs": dict(action=argparse.BooleanOptionalAction, help="honest mode: "
-                                  "draw the unseen cryptogs where the game's history leaves "
-                                  "them possible, not on any dark cell (default: "
-                                  f"{{own}}{'on' if _D.track_cryptogs else 'off'})"),
-}  # fmt: skip
-
-
-def add_search_flags(group, own: str = "the policy's, ", skip=(), default=None) -> None:
-    """The search's flags (``SEARCH_ARGS``, less ``skip``); ``default=None`` stands for the
-    policy's run's setting, which ``own`` names in the help."""
-    for dest, kw in SEARCH_ARGS.items():
+def add_search_flags(group, own="the policy's, ", skip=TRAINER_SEARCH_FLAGS, default=None) -> None:
+    """The search's flags (``SEARCH_FLAGS`` less ``skip``), their help ``SearchConfig``'s
+    (``search_config.flag``); ``default=None`` stands for the policy's run's setting, which
+    ``own`` names in the help."""
+    fields = {f.name: f for f in dataclasses.fields(SearchConfig)}
+    for dest, name in SEARCH_FLAGS.items():
         if dest in skip:
             continue
-        kw = {**kw, "help": kw["help"].format(own=own)}
-        group.add_argument("--" + dest.replace("_", "-"), dest=dest, default=default, **kw)
+        f, meta = fields[name], fields[name].metadata
+        kw = {"type": type(f.default), **meta["options"]}
+        if "action" in kw:
+            kw.pop("type")
+        shown = meta["shown"] or f.default
+        if isinstance(f.default, bool):
+            shown = "on" if f.default else "off"
+        group.add_argument("--" + dest.replace("_", "-"), dest=dest, default=default,
+                           help=f"{meta['help']} (default: {own}{shown})", **kw)  # fmt: skip
 
 
 def search_overrides(args: argparse.Namespace) -> dict:

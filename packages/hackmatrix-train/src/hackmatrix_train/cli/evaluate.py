@@ -11,26 +11,14 @@ from hackmatrix_env.argparsing import Parser, fail
 
 from hackmatrix_train import compile_cache
 from hackmatrix_train.cli.common import (
+    TRAINER_SEARCH_FLAGS,
     HelpFormatter,
     add_options,
     add_policy_options,
     add_search_flags,
     search_overrides,
 )
-
-TERMS = """\
-the summary's terms:
-  wins                 episodes that won the game (the victory bonus), by any route
-  UNDO quirk           a stage completed from a board that UNDO restored across a stage change,
-                       whose exit is not at the exit cell (rules §11.4); "episodes using the
-                       UNDO quirk" have at least one such completion
-  wins by the exit     wins of the episodes that never used the quirk
-  completions          stages completed by the exit / through the UNDO quirk, all episodes
-  unfinished           episodes the step limit cut while alive
-  blocks siphoned      siphons that reached a block (the others took only credits, energy)
-  programs acquired    programs gained by siphoning program blocks, per episode
-  stage 3+ / 5+        episodes that reached stage 3 (5) or beyond
-"""
+from hackmatrix_train.tables import TERMS
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -51,7 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
          "the true state; both: a row for each (default: the policy's, honest)",
          {"choices": ("honest", "oracle", "both")}),
     ))  # fmt: skip
-    add_search_flags(s, skip={"search_mode"})
+    add_search_flags(s, skip=TRAINER_SEARCH_FLAGS | {"search_mode"})
     compile_cache.add_arguments(p)
     return p
 

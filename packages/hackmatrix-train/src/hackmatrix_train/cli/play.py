@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import errno
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -48,7 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     from hackmatrix_train.checkpoint import CheckpointError
     from hackmatrix_train.play import Hinter, JaxGame, SwiftPlay, load_scenario
-    from hackmatrix_train.terminal import Keys, is_terminal, run
+    from hackmatrix_train.terminal import play
 
     args = build_parser().parse_args(argv)
     compile_cache.enable_from_args(args)
@@ -74,18 +72,7 @@ def main(argv=None) -> int:
             game = JaxGame(args.seed, args.stage, scenario, args.max_steps)
     except (ValueError, RuntimeError, ImportError, CheckpointError) as e:  # bad input, Swift
         return fail("hm-play", str(e))
-    color = is_terminal(sys.stdout) and not args.no_color and not os.environ.get("NO_COLOR")
-    keys = Keys(sys.stdin.fileno())
-    try:
-        status = run(game, keys, color=color, clear=color, hinter=hinter)
-    except KeyboardInterrupt:
-        status = 0
-    except OSError as e:  # the terminal hung up (EIO): nothing left to talk to
-        if e.errno != errno.EIO:
-            raise
-        status = 0
-    finally:
-        keys.close()
+    status = play(game, args.no_color, hinter)
     if args.save_actions:
         path = Path(args.save_actions)
         path.parent.mkdir(parents=True, exist_ok=True)
