@@ -11,7 +11,6 @@ import csv
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import textwrap
@@ -178,57 +177,78 @@ def test_a_resumed_copy_starts_a_new_wandb_run_and_the_original_keeps_its_own(st
     assert ckpt.read_meta(run_dir / "ckpt_00000003.msgpack")["wandb_id"] == "orig123"
 
 
-# A subprocess saves update 3's checkpoint into a run directory holding updates 1 and 2 (keep=2,
-# so the save also prunes update 1) and SIGKILLs itself at file operation number K: half-way
-# through a write, before an fsync, before or after a rename, before or after an unlink.
+# A subprocess saves update 3's checkpoint into copies of a run directory holding updates 1 and 2
+# (keep=2, so the save also prunes update 1): for each K it forks a child that SIGKILLs itself
+# at file operation number K: half-way through a write, before an fsync, before or after a
+# rename, before or after an unlink. The state is read and flattened once, before the forks, so
+# a child runs only the save's file operations (no JAX work after a fork).
 KILL_SCRIPT = textwrap.dedent(
     """
-    import json, os, pathlib, signal, sys
+    import json, os, pathlib, shutil, signal, sys
     from hackmatrix_train import checkpoint as ckpt
     from hackmatrix_train.config import TrainConfig
     from hackmatrix_train.trainer import make_train
     from train.train_probes import ProbeParams, ProbeSuite
 
-    src, run_dir, kill_at, cfg = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+    src, base, root, name, cfg = sys.argv[1:6]
     cfg = TrainConfig.from_dict(json.loads(cfg))
     template = make_train(cfg, ProbeSuite(), ProbeParams()).abstract_runner()
     runner, meta = ckpt.load_checkpoint(src, template)
-    count = [0]
+    flat = {id(runner): ckpt.flatten_state(runner), id(runner.params): ckpt.flatten_state(runner.params)}
+    ckpt.flatten_state = lambda tree: flat[id(tree)]
+    results = []
+    for kill_at in range(60):
+        run_dir = pathlib.Path(root) / f"kill{kill_at}" / name
+        shutil.copytree(base, run_dir)
+        pid = os.fork()
+        if pid == 0:  # the child: one save, killed at operation kill_at
+            count = [0]
 
-    def event():
-        if count[0] == kill_at:
-            os.kill(os.getpid(), signal.SIGKILL)
-        count[0] += 1
+            def event():
+                if count[0] == kill_at:
+                    os.kill(os.getpid(), signal.SIGKILL)
+                count[0] += 1
 
-    class HalfWriter:
-        def __init__(self, f):
-            self.f = f
-        def __enter__(self):
-            return self
-        def __exit__(self, *exc):
-            return self.f.__exit__(*exc)
-        def write(self, data):
-            if count[0] == kill_at:
-                self.f.write(data[: len(data) // 2])
-                self.f.flush()
-            event()
-            return self.f.write(data)
-        def __getattr__(self, name):
-            return getattr(self.f, name)
+            class HalfWriter:
+                def __init__(self, f):
+                    self.f = f
+                def __enter__(self):
+                    return self
+                def __exit__(self, *exc):
+                    return self.f.__exit__(*exc)
+                def write(self, data):
+                    if count[0] == kill_at:
+                        self.f.write(data[: len(data) // 2])
+                        self.f.flush()
+                    event()
+                    return self.f.write(data)
+                def __getattr__(self, attr):
+                    return getattr(self.f, attr)
 
-    real_fdopen, real_fsync, real_replace = os.fdopen, os.fsync, os.replace
-    real_unlink = pathlib.Path.unlink
-    os.fdopen = lambda *a, **k: HalfWriter(real_fdopen(*a, **k))
-    os.fsync = lambda fd: (event(), real_fsync(fd))
-    os.replace = lambda a, b: (event(), real_replace(a, b), event())
-    pathlib.Path.unlink = lambda self, **k: (event(), real_unlink(self, **k), event())
-    ckpt.save_checkpoint(run_dir, runner, meta["config"], {"run_name": meta["run_name"]}, keep=2)
-    print(count[0])
+            real_fdopen, real_fsync, real_replace = os.fdopen, os.fsync, os.replace
+            real_unlink = pathlib.Path.unlink
+            os.fdopen = lambda *a, **k: HalfWriter(real_fdopen(*a, **k))
+            os.fsync = lambda fd: (event(), real_fsync(fd))
+            os.replace = lambda a, b: (event(), real_replace(a, b), event())
+            pathlib.Path.unlink = lambda self, **k: (event(), real_unlink(self, **k), event())
+            ckpt.save_checkpoint(run_dir, runner, meta["config"], {"run_name": meta["run_name"]},
+                                 keep=2)
+            (run_dir.parent / "operations").write_text(str(count[0]))
+            os._exit(0)
+        _, status = os.waitpid(pid, 0)
+        killed = os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+        if not killed and not (os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0):
+            sys.exit(f"the save at kill point {kill_at} failed: status {status}")
+        results.append([str(run_dir), killed])
+        if not killed:
+            results[-1].append(int((run_dir.parent / "operations").read_text()))
+            break
+    print(json.dumps(results))
     """
 )
 
 
-@pytest.mark.slow  # one subprocess per file operation of a save (about 20)
+@pytest.mark.slow  # a forked save per file operation of a save (about 20)
 def test_kill_at_any_moment_of_a_save_leaves_a_resumable_run(states, tmp_path):
     _, ref = states
     train(tmp_path / "base", 2, save_interval=1)  # checkpoints 1 and 2, update 2's export
@@ -236,19 +256,18 @@ def test_kill_at_any_moment_of_a_save_leaves_a_resumable_run(states, tmp_path):
     base, src = tmp_path / "base" / NAME, tmp_path / "src" / NAME / "ckpt_00000003.msgpack"
     env = dict(os.environ, JAX_PLATFORMS="cpu")
     env["PYTHONPATH"] = str(TESTS) + os.pathsep + env.get("PYTHONPATH", "")
+    proc = subprocess.run(
+        [sys.executable, "-c", KILL_SCRIPT, str(src), str(base), str(tmp_path), NAME,
+         json.dumps(CFG.to_dict())],
+        env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = json.loads(proc.stdout.splitlines()[-1])
     template = make_train(CFG, ENV, PARAMS).abstract_runner()
     seen: set[tuple[int, bool]] = set()
     killed_dirs: list[Path] = []
-    for kill_at in range(60):
-        run_dir = tmp_path / f"kill{kill_at}" / NAME
-        shutil.copytree(base, run_dir)
-        proc = subprocess.run(
-            [sys.executable, "-c", KILL_SCRIPT, str(src), str(run_dir), str(kill_at),
-             json.dumps(CFG.to_dict())],
-            env=env, capture_output=True, text=True, timeout=300,
-        )  # fmt: skip
-        killed = proc.returncode == -signal.SIGKILL
-        assert killed or proc.returncode == 0, proc.stderr[-3000:]
+    for kill_at, (run_dir, killed, *operations) in enumerate(results):
+        run_dir = Path(run_dir)
         # whatever the moment: the latest checkpoint loads, and is update 2's or update 3's state
         state, meta = ckpt.load_checkpoint(ckpt.resolve_checkpoint(run_dir), template)
         assert meta["update"] in (2, 3)
@@ -256,10 +275,10 @@ def test_kill_at_any_moment_of_a_save_leaves_a_resumable_run(states, tmp_path):
         params, pmeta = ckpt.load_params(run_dir, template=ref[2].params)  # what hm-eval loads
         assert_trees_equal(params, ref[pmeta["update"]].params)
         seen.add((meta["update"], killed))
-        if not killed:
-            assert int(proc.stdout.split()[-1]) == kill_at  # every operation was a kill point
-            break
-        killed_dirs.append(run_dir)
+        if killed:
+            killed_dirs.append(run_dir)
+        else:
+            assert kill_at == len(results) - 1 and operations == [kill_at]  # every op a kill point
     assert len(killed_dirs) >= 15 and {(2, True), (3, True), (3, False)} <= seen
     # resumed in place, a killed run ends in the uninterrupted run's final state
     for run_dir in (killed_dirs[0], killed_dirs[len(killed_dirs) // 2], killed_dirs[-1]):
