@@ -29,7 +29,6 @@ from pathlib import Path
 
 import jax
 import numpy as np
-from flax import serialization
 
 FORMAT = "hackmatrix-train-ckpt/1"
 PARAMS_FORMAT = "hackmatrix-train-params/1"
@@ -145,6 +144,8 @@ def save_checkpoint(run_dir, runner, config: dict, meta: dict, keep: int = 5) ->
     update = int(np.asarray(flat[".update"]))
     if jax.process_index() != 0:
         return run_dir / f"ckpt_{update:08d}.msgpack"
+    from flax import serialization  # here: the commands import this module before saying a word
+
     blob = serialization.msgpack_serialize(flat)
     path = run_dir / f"ckpt_{update:08d}.msgpack"
     sidecar = {
@@ -220,6 +221,8 @@ def read_flat(path: str | Path, meta: dict) -> dict[str, np.ndarray]:
         raise CheckpointError(f"missing checkpoint file {path}") from None
     if hashlib.sha256(blob).hexdigest() != meta.get("sha256"):
         raise CheckpointError(f"{path} is corrupt (sha256 mismatch: truncated or overwritten?)")
+    from flax import serialization
+
     try:
         flat = serialization.msgpack_restore(blob)
     except Exception as e:  # msgpack raises several types

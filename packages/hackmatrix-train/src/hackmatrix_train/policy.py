@@ -134,19 +134,25 @@ def evaluate_checkpoint(
     ``wrap_network``, ``env``, ``env_params``: as ``load_policy``'s. ``report``
     (``progress.Reporter``; None: silent) hears of each compile and sees the episodes' progress.
     """
-    import jax
-
     from hackmatrix_train import progress
-    from hackmatrix_train.evaluate import run_in_chunks, summarize
-    from hackmatrix_train.search_evaluate import search_summary
 
     report = progress.QUIET if report is None else report
-
     if episodes < 1:
         raise ValueError("--episodes must be >= 1")
     if random and not greedy:  # the same refusal as hm-watch's
         raise ValueError("--sampled chooses the checkpoint's actions; --random has none")
     check_env_args(start_stage, max_steps)
+    # said before JAX and the game load (seconds): a command's first line comes at once
+    name = "random" if random else ("greedy" if greedy else "sampled")
+    who = Path(path).name if path is not None else "no checkpoint" if random else SHIPPED_POLICY
+    rows = f"; then {len(search)} search row{'s' if len(search) > 1 else ''}" if search else ""
+    report.say(f"evaluating {who}: {episodes} {name} episodes from stage {start_stage}, seed "
+               f"{seed}{rows}")  # fmt: skip
+    import jax
+
+    from hackmatrix_train.evaluate import run_in_chunks, summarize
+    from hackmatrix_train.search_evaluate import search_summary
+
     injected = env is not None
     if random and path is None and not injected:
         policy = random_policy(start_stage, max_steps)
@@ -165,11 +171,6 @@ def evaluate_checkpoint(
     env_params = policy.env_params
     apply_fn = None if random else policy.apply_fn
     max_steps = int(env_params.max_steps_in_episode)
-    name = "random" if random else ("greedy" if greedy else "sampled")
-    who = Path(policy.meta["path"]).name if policy.meta["path"] else "no checkpoint"
-    rows = f"; then {len(search)} search row{'s' if len(search) > 1 else ''}" if search else ""
-    report.say(f"evaluating {who}: {episodes} {name} episodes from stage {start_stage}, seed "
-               f"{seed}{rows}")  # fmt: skip
     result = run_in_chunks(
         env, env_params, apply_fn, policy.params, episodes, max_steps, greedy,
         jax.random.key(seed), report, what=f"the evaluation ({episodes} {name} episodes)",

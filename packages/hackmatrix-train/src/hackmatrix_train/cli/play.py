@@ -44,9 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    from hackmatrix_train.checkpoint import CheckpointError
-    from hackmatrix_train.play import Hinter, JaxGame, SwiftPlay, load_scenario
-    from hackmatrix_train.terminal import play
+    from hackmatrix_train import progress
 
     args = build_parser().parse_args(argv)
     compile_cache.enable_from_args(args)
@@ -58,12 +56,25 @@ def main(argv=None) -> int:
         return fail("hm-play", "--max-steps must be >= 1")
     if args.hint and args.swift:
         return fail("hm-play", "--hint searches the JAX game; it cannot be used with --swift")
+    if args.hint and args.hint_policy is not None and not Path(args.hint_policy).exists():
+        return fail("hm-play", f"no such file or directory: {args.hint_policy}")
+    from hackmatrix_train.play import Hinter, JaxGame, SwiftPlay, load_scenario
+
     try:
         scenario = load_scenario(args.scenario)
+    except ValueError as e:
+        return fail("hm-play", str(e))
+    if not args.swift:
+        progress.say(
+            "hm-play: loading the game (the first move compiles its step: about "
+            f"{progress.COLD_COMPILE_S['recording']} s the first time, cached after)..."
+        )
+    from hackmatrix_train.checkpoint import CheckpointError
+    from hackmatrix_train.terminal import play
+
+    try:
         hinter = None
         if args.hint:
-            if args.hint_policy is not None and not Path(args.hint_policy).exists():
-                raise ValueError(f"no such file or directory: {args.hint_policy}")
             hinter = Hinter(args.hint_policy, args.search_simulations, args.max_steps,
                             **search_overrides(args))  # fmt: skip
         if args.swift:

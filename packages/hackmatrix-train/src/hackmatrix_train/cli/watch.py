@@ -67,6 +67,7 @@ def main(argv=None) -> int:
     search = (
         None if args.search is None else {**search_overrides(args), "num_simulations": args.search}
     )
+    progress.say("hm-watch: loading the game and the policy...")  # before JAX and the game
     compile_cache.enable_from_args(args)
     from hackmatrix_train.checkpoint import CheckpointError
     from hackmatrix_train.watch import record, write_outputs
