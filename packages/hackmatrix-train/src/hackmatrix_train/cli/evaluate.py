@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
 from hackmatrix_env.argparsing import Parser, fail
@@ -113,7 +112,3 @@ def main(argv=None) -> int:
         )  # fmt: skip
         print(f"wrote {path}")
     return 0
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

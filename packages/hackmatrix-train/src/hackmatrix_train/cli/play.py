@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
 from hackmatrix_env.argparsing import Parser, existing_path, fail
@@ -90,7 +89,3 @@ def main(argv=None) -> int:
         path.write_text(json.dumps(game.action_log(), indent=1))
         print(f"wrote {path}")
     return status
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

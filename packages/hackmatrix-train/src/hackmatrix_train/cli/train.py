@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import sys
 
 from hackmatrix_env.argparsing import Parser, count, fail
 
@@ -93,7 +92,3 @@ def main(argv=None, **parts) -> int:
     except ValueError as e:
         return fail("hm-train", str(e))
     return 130 if result["interrupted"] else 0
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 from hackmatrix_env.argparsing import Parser, fail
 
@@ -84,7 +83,3 @@ def main(argv=None) -> int:
     write_outputs(eps, what, log, args.out, args.save_actions, args.gif, args.gif_episode,
                   args.gif_interval)  # fmt: skip
     return 0
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
