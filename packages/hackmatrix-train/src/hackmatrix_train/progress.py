@@ -177,10 +177,12 @@ QUIET = Reporter(quiet=True)
 
 # Rough cold-cache compile seconds on a 2-core CPU (jax 0.10, default policy), for the
 # "compiling ...: about N s the first time" lines; `hm-bench compile` measures them properly.
+# Measured on the idle box: training 36 s, a greedy evaluation 26.5-26.7 s, the search
+# evaluation (8 simulations, honest) 58 s.
 COLD_COMPILE_S = {
     "training": 40,  # trainer.Trainer.compile: rollout + update chunk (compile_cache.py: 36 s)
-    "evaluation": 20,  # make_evaluate: reset + env step + network, scanned
-    "search evaluation": 45,  # make_search_evaluate: the search's env steps dominate
+    "evaluation": 25,  # make_evaluate: reset + env step + network, scanned
+    "search evaluation": 55,  # make_search_evaluate: the search's env steps dominate
     "search": 40,  # search.make_search (hm-play's hint, hm-watch --search)
     "recording": 20,  # episodes.Stepper: reset, policy and env step, one program each
 }
