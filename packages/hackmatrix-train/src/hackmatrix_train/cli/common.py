@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
+from hackmatrix_env.argparsing import count
+
 from hackmatrix_train.config import SEARCH_FLAGS
 from hackmatrix_train.policy import SHIPPED_POLICY
 from hackmatrix_train.search_config import SearchConfig
@@ -26,6 +28,17 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
         return f"{text} (default: %(default)s)"
 
 
+def field_options(f: dataclasses.Field) -> dict:
+    """The argparse options of a config field declared by ``flag`` (``config``,
+    ``search_config``): its own, with the value's type from the default (text for None) unless
+    given or an action; ``type="count"`` reads ``10M``, ``5e6``, ..."""
+    kw = dict(f.metadata["options"])
+    if "action" not in kw:
+        kind = kw.get("type", str if f.default is None else type(f.default))
+        kw["type"] = count if kind == "count" else kind
+    return kw
+
+
 def add_search_flags(group, own="the policy's, ", skip=TRAINER_SEARCH_FLAGS, default=None) -> None:
     """The search's flags (``SEARCH_FLAGS`` less ``skip``), their help ``SearchConfig``'s
     (``search_config.flag``); ``default=None`` stands for the policy's run's setting, which
@@ -35,14 +48,11 @@ def add_search_flags(group, own="the policy's, ", skip=TRAINER_SEARCH_FLAGS, def
         if dest in skip:
             continue
         f, meta = fields[name], fields[name].metadata
-        kw = {"type": type(f.default), **meta["options"]}
-        if "action" in kw:
-            kw.pop("type")
         shown = meta["shown"] or f.default
         if isinstance(f.default, bool):
             shown = "on" if f.default else "off"
         group.add_argument("--" + dest.replace("_", "-"), dest=dest, default=default,
-                           help=f"{meta['help']} (default: {own}{shown})", **kw)  # fmt: skip
+                           help=f"{meta['help']} (default: {own}{shown})", **field_options(f))  # fmt: skip
 
 
 def search_overrides(args: argparse.Namespace) -> dict:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
-from hackmatrix_env.argparsing import Parser, count, fail
+from hackmatrix_env.argparsing import Parser, fail
 
 from hackmatrix_train import compile_cache, distributed, progress
-from hackmatrix_train.cli.common import HelpFormatter, add_search_flags
+from hackmatrix_train.cli.common import HelpFormatter, add_search_flags, field_options
 from hackmatrix_train.config import KNOBS, LENGTH, LOGS, MAIN, SEARCH, TrainConfig
 
 # Flags of hm-train that are not TrainConfig fields (process set-up, not the experiment).
@@ -40,10 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     for f in dataclasses.fields(TrainConfig):
         if "help" not in f.metadata:
             continue
-        kw, text = dict(f.metadata["options"]), f.metadata["help"]
-        if "action" not in kw:  # a None default reads as text
-            kind = kw.get("type", str if f.default is None else type(f.default))
-            kw["type"] = count if kind == "count" else kind
+        kw, text = field_options(f), f.metadata["help"]
         if not ("default" in text or kw.get("action") == "store_true" or f.default is None):
             text += f" (default: {f.default})"
         groups[f.metadata["group"]].add_argument("--" + f.name.replace("_", "-"), dest=f.name,
