@@ -21,16 +21,15 @@ Same key, same games: the search draws its keys from the evaluation's step keys.
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import jax
 from hackmatrix_env.argparsing import Parser, fail
+from hackmatrix_train import progress
 from hackmatrix_train.checkpoint import CheckpointError
-from hackmatrix_train.evaluate import summarize
 from hackmatrix_train.policy import load_policy, search_config
-from hackmatrix_train.search import MODES, SearchConfig, describe, run_search
-from hackmatrix_train.search_evaluate import make_search_evaluate
+from hackmatrix_train.search import MODES, SearchConfig, run_search
+from hackmatrix_train.search_evaluate import make_search_evaluate, search_summary
 
 ALL_ACTIONS = 28  # every legal action is considered at the root
 # the columns printed per row: (header, summary key, format)
@@ -78,24 +77,15 @@ def make_play(env, env_params, apply_fn, search_cfg: SearchConfig, games: int,
 
 
 def planner_row(env, env_params, apply_fn, params, search_cfg: SearchConfig, games: int,
-                seed: int, slots: int = 128, program_names=()) -> dict:  # fmt: skip
-    """One row: the evaluation summary of the planner's games from evaluation key ``seed``,
-    its settings, the compile and run seconds (``wall_seconds``: both) and the decisions."""
-    play = make_play(env, env_params, apply_fn, search_cfg, games, slots)
-    key = jax.random.key(seed)
-    t0 = time.perf_counter()
-    compiled = play.lower(params, key).compile()
-    t1 = time.perf_counter()
-    result = jax.device_get(jax.block_until_ready(compiled(params, key)))
-    t2 = time.perf_counter()
-    row = summarize(result, program_names)
-    decisions = int(result["length"].sum())
-    row.update(
-        policy=f"planner-{search_cfg.mode}", search=describe(search_cfg), eval_seed=seed,
-        compile_seconds=round(t1 - t0, 1), seconds=round(t2 - t1, 1),
-        wall_seconds=round(t2 - t0, 1), decisions=decisions,
-        seconds_per_decision=(t2 - t1) / max(decisions, 1), slots=min(slots, games),
-    )  # fmt: skip
+                seed: int, slots: int = 128, program_names=(), report=progress.QUIET) -> dict:  # fmt: skip
+    """One row: ``search_summary``'s row of the planner's games from evaluation key ``seed``
+    (the summary, the settings, compile and run seconds, the decisions), with progress on
+    ``report`` (hours of play at the study's budget on a CPU), plus ``wall_seconds`` (both
+    times) and ``ms_per_decision``."""
+    row = search_summary(env, env_params, apply_fn, params, search_cfg, games, seed,
+                         program_names, slots, report)  # fmt: skip
+    row.update(policy=f"planner-{search_cfg.mode}",
+               wall_seconds=round(row["compile_seconds"] + row["seconds"], 1))  # fmt: skip
     row["ms_per_decision"] = 1000 * row["seconds_per_decision"]
     return row
 
@@ -157,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for search_cfg in settings:
         row = planner_row(env, policy.env_params, policy.apply_fn, policy.params, search_cfg,
-                          args.games, args.seed, args.slots, PROGRAM_NAMES)  # fmt: skip
+                          args.games, args.seed, args.slots, PROGRAM_NAMES, progress.Reporter())  # fmt: skip
         row["checkpoint"] = policy.meta["path"]
         rows.append(row)
         print(format_rows(rows[-1:]), flush=True)

@@ -115,3 +115,45 @@ def test_quiet_reporter_prints_nothing(policy, capsys):
     run_in_chunks(env, env_params, net.apply, params, 2, MAX_STEPS, True, jax.random.key(0))
     captured = capsys.readouterr()
     assert captured.out == "" and captured.err == ""
+
+
+def test_in_background_runs_in_order_and_reraises():
+    from hackmatrix_train.search_evaluate import in_background
+
+    seen = []
+    jobs = [lambda: seen.append(1) or "a", lambda: 1 / 0, lambda: seen.append(3) or "c"]
+    a, b, c = in_background(jobs)
+    assert (a.result(timeout=10), c.result(timeout=10)) == ("a", "c")
+    assert seen == [1, 3]  # one thread, the jobs in order; a failure does not stop the next
+    with pytest.raises(ZeroDivisionError):
+        b.result(timeout=10)
+
+
+def test_search_rows_compiled_beside_the_greedy_one_are_search_summary(tmp_path):
+    """``hm-eval --search``'s rows, compiled on a thread while the greedy evaluation runs, are
+    the rows ``search_summary`` plays alone; the progress lines say what compiles when."""
+    from hackmatrix_env.constants import PROGRAM_NAMES
+    from hackmatrix_train.policy import evaluate_checkpoint, load_policy, search_config
+    from hackmatrix_train.search_evaluate import search_summary
+    from hackmatrix_train.trainer import make_env
+    from train.tiny_policy import write_tiny_policy
+
+    path = write_tiny_policy(tmp_path / "run", MAX_STEPS)
+    rows = [{"num_simulations": 2, "mode": "honest"}]
+    report, out = plain_reporter()
+    summary = evaluate_checkpoint(path, EPISODES, seed=3, search=rows, report=report)
+    policy = load_policy(path)
+    env = make_env(policy.cfg)
+    timing = {"compile_seconds", "seconds", "seconds_per_decision", "disabled_programs"}
+    for overrides, got in zip(rows, summary["search"], strict=True):
+        want = search_summary(env, policy.env_params, policy.apply_fn, policy.params,
+                              search_config(policy, **overrides), EPISODES, 3, PROGRAM_NAMES)  # fmt: skip
+        assert {k: v for k, v in got.items() if k not in timing} == {
+            k: v for k, v in want.items() if k not in timing
+        }
+    lines = out.getvalue().splitlines()
+    beside = [i for i, s in enumerate(lines) if s.endswith("cached after...") and "beside" in s]
+    greedy = next(i for i, s in enumerate(lines) if s.startswith("compiling the evaluation ("))
+    compiled = [i for i, s in enumerate(lines) if s.startswith("compiled the search evaluation")]
+    assert len(beside) == 1 and beside[0] < greedy  # announced before the greedy compile
+    assert len(compiled) == 1 and compiled[0] > greedy

@@ -171,6 +171,8 @@ def evaluate_checkpoint(
     env_params = policy.env_params
     apply_fn = None if random else policy.apply_fn
     max_steps = int(env_params.max_steps_in_episode)
+    configs = [search_config(policy, **overrides) for overrides in search]
+    compiled = compile_beside(env, env_params, policy, configs, episodes, seed, search_fn, report)
     result = run_in_chunks(
         env, env_params, apply_fn, policy.params, episodes, max_steps, greedy,
         jax.random.key(seed), report, what=f"the evaluation ({episodes} {name} episodes)",
@@ -185,12 +187,51 @@ def evaluate_checkpoint(
     summary["disabled_programs"] = disabled
     if search:
         summary["search"] = []
-        for overrides in search:
+        for search_cfg, future in zip(configs, compiled, strict=True):
             row = search_summary(
-                env, env_params, policy.apply_fn, policy.params,
-                search_config(policy, **overrides), episodes, seed, program_names,
-                search_fn=search_fn, report=report,
+                env, env_params, policy.apply_fn, policy.params, search_cfg, episodes, seed,
+                program_names, search_fn=search_fn, report=report,
+                compiled=wait_for(future, search_cfg, report),
             )  # fmt: skip
             row["disabled_programs"] = disabled
             summary["search"].append(row)
     return summary
+
+
+def compile_beside(env, env_params, policy, configs, episodes, seed, search_fn, report) -> list:
+    """The search evaluations' programs (``compile_search_evaluation``), compiled on a thread
+    (``in_background``) while the greedy evaluation compiles and plays: a ``Future`` each.
+
+    A cold ``hm-eval --search 8`` spends a minute compiling the two programs one after the other;
+    side by side their compiles overlap (specs/train.md gives the measured gain)."""
+    from functools import partial
+
+    from hackmatrix_train import progress
+    from hackmatrix_train.search_evaluate import (
+        compile_search_evaluation,
+        in_background,
+        search_what,
+    )
+
+    jobs = [
+        partial(compile_search_evaluation, env, env_params, policy.apply_fn, policy.params, c,
+                episodes, seed, search_fn=search_fn)
+        for c in configs
+    ]  # fmt: skip
+    for c in configs:
+        estimate = progress.COLD_COMPILE_S["search evaluation"]
+        report.say(f"compiling {search_what(c)} beside the evaluation: about {estimate} s the first time, "
+                   "cached after...")  # fmt: skip
+    return in_background(jobs)
+
+
+def wait_for(future, search_cfg, report):
+    """A search evaluation compiled beside the greedy one (``compile_beside``), once ready."""
+    from hackmatrix_train.search_evaluate import search_what
+
+    what = search_what(search_cfg)
+    if not future.done():
+        report.say(f"waiting for {what} to compile...")
+    compiled = future.result()
+    report.say(f"compiled {what} in {compiled.seconds:.1f} s")
+    return compiled

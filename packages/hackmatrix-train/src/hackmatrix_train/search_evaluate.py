@@ -9,6 +9,11 @@ per-episode arrays and their summary are ``evaluate``'s (``tally_step``, ``summa
 
 from __future__ import annotations
 
+import threading
+import time
+from concurrent.futures import Future
+from typing import NamedTuple
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -118,23 +123,32 @@ def make_refill_evaluate(
     return evaluate
 
 
-def refill_in_chunks(
-    parts, params, key, num_episodes: int, max_steps: int, report=progress.QUIET,
-    what: str = "the search evaluation", iterations: int = 16,
-) -> tuple[dict, float]:  # fmt: skip
-    """``(per-episode arrays, compile seconds)`` of ``refill_parts``' loop, ``iterations`` moves
-    per host call, with a progress bar of the ended episodes on ``report``.
+class CompiledRefill(NamedTuple):
+    """``refill_parts`` compiled and started: the loop's first carry, the compiled ``advance``
+    and the seconds both took (tracing, XLA and the reset)."""
 
-    The loop itself decides when to stop, so the result is ``make_refill_evaluate``'s.
-    """
-    import time
+    carry: tuple
+    advance: object
+    seconds: float
 
+
+def compile_refill(parts, params, key) -> CompiledRefill:
+    """``refill_parts``' ``start`` run and ``advance`` compiled, ready for ``play_refill``."""
     start, advance = parts
     t0 = time.perf_counter()
-    with report.compiling(what, progress.COLD_COMPILE_S["search evaluation"]):
-        carry = jax.block_until_ready(jax.jit(start)(params, key))
-        advance = jax.jit(advance).lower(params, carry, jnp.int32(0)).compile()
-    compile_s = time.perf_counter() - t0
+    carry = jax.block_until_ready(jax.jit(start)(params, key))
+    advance = jax.jit(advance).lower(params, carry, jnp.int32(0)).compile()
+    return CompiledRefill(carry, advance, time.perf_counter() - t0)
+
+
+def play_refill(
+    compiled: CompiledRefill, params, num_episodes: int, max_steps: int, report=progress.QUIET,
+    iterations: int = 16,
+) -> dict:  # fmt: skip
+    """The per-episode arrays of a compiled refill loop, ``iterations`` moves per host call,
+    with a progress bar of the ended episodes on ``report``. The loop itself decides when to
+    stop, so the result is ``make_refill_evaluate``'s."""
+    carry, advance = compiled.carry, compiled.advance
     limit, ended = num_episodes * max_steps, 0
     with report.bar(num_episodes, "episodes") as bar:
         while True:
@@ -145,7 +159,39 @@ def refill_in_chunks(
             ended = num_episodes - alive
             if alive == 0 or int(carry[0]) >= limit:
                 break
-    return carry[ACC], compile_s
+    return carry[ACC]
+
+
+def refill_in_chunks(
+    parts, params, key, num_episodes: int, max_steps: int, report=progress.QUIET,
+    what: str = "the search evaluation", iterations: int = 16,
+) -> tuple[dict, float]:  # fmt: skip
+    """``(per-episode arrays, compile seconds)``: ``compile_refill`` announced on ``report``,
+    then ``play_refill``."""
+    with report.compiling(what, progress.COLD_COMPILE_S["search evaluation"]):
+        compiled = compile_refill(parts, params, key)
+    result = play_refill(compiled, params, num_episodes, max_steps, report, iterations)
+    return result, compiled.seconds
+
+
+def in_background(jobs) -> list[Future]:
+    """Run the callables ``jobs`` in order on one daemon thread; a ``Future`` each.
+
+    ``hm-eval`` compiles its search evaluations this way while the greedy evaluation compiles
+    and plays: XLA compiles with the GIL released, so the two compiles overlap (specs/train.md).
+    A daemon thread, so an interrupted command does not wait for a compile nobody needs.
+    """
+    futures = [Future() for _ in jobs]
+
+    def run():
+        for job, future in zip(jobs, futures, strict=True):
+            try:
+                future.set_result(job())
+            except BaseException as e:  # re-raised by future.result() in the caller
+                future.set_exception(e)
+
+    threading.Thread(target=run, daemon=True, name="compile-beside").start()
+    return futures
 
 
 def search_actor(apply_fn, search_cfg, search_fn=None):
@@ -176,42 +222,58 @@ def make_search_evaluate(
     return make_refill_evaluate(env, env_params, act, num_episodes, max_steps, slots, memory)
 
 
+def search_what(search_cfg) -> str:
+    """The search evaluation's name in progress lines."""
+    return f"the search evaluation ({search_cfg.num_simulations} simulations, {search_cfg.mode})"
+
+
+def compile_search_evaluation(
+    env, env_params, apply_fn, params, search_cfg, episodes: int, seed: int, slots: int = 128,
+    search_fn=None,
+) -> CompiledRefill:  # fmt: skip
+    """``search_summary``'s program compiled and started (``compile_refill``), silently: it may
+    run beside other work (``in_background``)."""
+    max_steps = int(env_params.max_steps_in_episode)
+    act, memory = search_actor(apply_fn, search_cfg, search_fn)
+    parts = refill_parts(env, env_params, act, episodes, max_steps, slots, memory)
+    return compile_refill(parts, params, jax.random.key(seed))
+
+
 def search_summary(
     env, env_params, apply_fn, params, search_cfg, episodes: int, seed: int, program_names=(),
-    slots: int = 128, report=progress.QUIET, search_fn=None,
+    slots: int = 128, report=progress.QUIET, search_fn=None, compiled: CompiledRefill | None = None,
 ) -> dict:  # fmt: skip
     """The evaluation summary of a search policy (``make_search_evaluate``), with its settings.
 
     ``search_fn``: ``search.run_search``'s signature, e.g. ``partial(run_search, resample=...)``
-    for an experiment's own part of the search (None: ``run_search``).
+    for an experiment's own part of the search (None: ``run_search``). ``compiled``: this very
+    evaluation's ``compile_search_evaluation``, done beforehand (None: compiled here, announced
+    on ``report``).
 
     One row of ``hm-eval --search``: the summary's fields plus ``search`` (the settings: the
     simulation count, mode, selection, ...), ``compile_seconds``, ``seconds`` (the run after
     compiling), ``decisions`` (moves played, summed over episodes) and ``seconds_per_decision``.
-    The episodes are played in chunks (``refill_in_chunks``), with progress on ``report``.
+    The episodes are played in chunks (``play_refill``), with progress on ``report``.
     """
-    import time
-
     from hackmatrix_train.search import describe
 
     max_steps = int(env_params.max_steps_in_episode)
-    act, memory = search_actor(apply_fn, search_cfg, search_fn)
-    parts = refill_parts(env, env_params, act, episodes, max_steps, slots, memory)
-    what = f"the search evaluation ({search_cfg.num_simulations} simulations, {search_cfg.mode})"
+    if compiled is None:
+        with report.compiling(
+            search_what(search_cfg), progress.COLD_COMPILE_S["search evaluation"]
+        ):
+            compiled = compile_search_evaluation(env, env_params, apply_fn, params, search_cfg,
+                                                 episodes, seed, slots, search_fn)  # fmt: skip
     t1 = time.perf_counter()
-    result, compile_s = refill_in_chunks(
-        parts, params, jax.random.key(seed), episodes, max_steps, report, what
-    )
-    result = jax.device_get(result)
-    t2 = time.perf_counter()
-    seconds = t2 - t1 - compile_s
+    result = jax.device_get(play_refill(compiled, params, episodes, max_steps, report))
+    seconds = time.perf_counter() - t1
     summary = summarize(result, program_names)
     decisions = int(np.asarray(result["length"]).sum())
     summary.update(
         policy=f"search-{search_cfg.mode}",
         search=describe(search_cfg),
         eval_seed=seed,
-        compile_seconds=round(compile_s, 2),
+        compile_seconds=round(compiled.seconds, 2),
         seconds=round(seconds, 2),
         decisions=decisions,
         seconds_per_decision=seconds / max(decisions, 1),
