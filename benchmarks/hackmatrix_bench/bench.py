@@ -300,6 +300,12 @@ BENCHMARKS: dict[str, Benchmark] = {
         "5-10 min on 2 CPU cores (--tiny: 3-5 min)",
         module="hackmatrix_bench.compile_bench",
     ),
+    "eval-start": Benchmark(
+        "a cold hm-eval --search from launch to its table, the search's compile beside the "
+        "greedy evaluation's and one after the other, in alternating fresh processes",
+        "5-8 min on 2 CPU cores (2 pairs)",
+        module="hackmatrix_bench.eval_start",
+    ),
     "train": Benchmark(
         "PPO end to end: init, compile and steps/s per env count",
         "3-5 min on 2 CPU cores",

@@ -36,7 +36,7 @@ CURVE_KEYS = (
     "actions/kind_attack_frac", "train/entropy", "train/approx_kl", "train/clip_frac",
     "train/explained_variance", "train/ent_coef", "train/explore_floor", "train/explore_weight", "train/floor_loss",
     "train/program_bonus",
-    # the search trainer's own (alphazero.py): its cross-entropy, KL to the target, override share
+    # a distilling learner's (the search trainer's record): cross-entropy, KL to the target, overrides
     "train/policy_ce", "train/target_kl", "train/override_frac",
 )  # fmt: skip
 # Periodic evaluation (--eval-every): the sampled policy on whole episodes of the real game
@@ -530,14 +530,6 @@ def main(argv=None) -> int:
             "steps_per_second": update * cfg.batch_size / train_seconds,
             "hardware": hardware,
         }
-        if cfg.algo == "search":  # the search trainer is evaluated with its search too
-            from hackmatrix_train.alphazero import search_config
-            from hackmatrix_train.search_evaluate import search_summary
-
-            res["search"] = search_summary(
-                eval_env, eval_params, trainer.network.apply, params, search_config(cfg),
-                cfg.final_eval_episodes, cfg.final_eval_seed, names,
-            )  # fmt: skip
         finals.append(res)
         for kind in ("sampled", "greedy", "search")[: 3 if "search" in res else 2]:
             print(f"seed {seed} eval ({kind}): {_brief(res[kind])}", flush=True)
@@ -574,7 +566,8 @@ def main(argv=None) -> int:
     return 0
 
 
-# the trainer's name in the curves' labels, by hm-train's --algo
+# the trainer's name in the curves' labels, by the saved config's algo (records of the search
+# trainer, which has left hm-train, carry "search")
 ALGO_NAMES = {"ppo": "PPO", "search": "search trainer"}
 
 

@@ -6,7 +6,7 @@
 #      then its end-of-run evaluation: 256 episodes from stage 1, greedy and with its own
 #      8-simulation honest search.
 # Every stage runs under its own `timeout`, so a slow stage costs its own figures, not the
-# call's. Outputs land in $OUT: machine.txt, bench_search.txt, train.log, eval_final.json.
+# call's. Outputs land in $OUT: machine.txt, bench_search.txt, train.log, eval_final.json, eval_final_search.json.
 #
 # Sizes come from the environment (defaults: the GPU's): BATCHES, SIMS, TRAIN_ENVS,
 # TRAIN_MINUTES, EVAL_EPISODES, TRAIN_ARGS (extra hm-train flags). SMALL=1 sets the CPU dry
@@ -39,7 +39,7 @@ export PYTHONUNBUFFERED=1 WANDB_MODE=disabled
 
 # our console scripts, by their functions (the sources are on PYTHONPATH, not installed)
 hm_bench=(-c "import sys; from hackmatrix_bench.bench import main; sys.argv[0] = 'hm-bench'; main()")
-hm_train=(-c "import sys; from hackmatrix_train.cli import train_main; sys.argv[0] = 'hm-train'; train_main()")
+search_trainer=(experiments/search_trainer.py)  # hm-train's flags with the search trainer
 
 {
     date -u
@@ -56,10 +56,10 @@ for batch in $BATCHES; do
 done
 
 # shellcheck disable=SC2086
-timeout $(( ${TRAIN_MINUTES%.*} * 60 + 180 )) "$PYTHON" "${hm_train[@]}" --algo search \
+timeout $(( ${TRAIN_MINUTES%.*} * 60 + 180 )) "$PYTHON" "${search_trainer[@]}" \
     --init-params policies/default-cpu-42m-s1-vf0125 --num-envs "$TRAIN_ENVS" --num-steps 16 \
     --search-simulations 8 --time-budget "$TRAIN_MINUTES" --final-eval-episodes "$EVAL_EPISODES" \
     --checkpoint-dir "$work/ckpt" --run-name search-gpu --no-wandb $TRAIN_ARGS \
     2>&1 | tee "$OUT/train.log"
-cp "$work/ckpt/search-gpu/eval_final.json" "$OUT/" 2>/dev/null \
+cp "$work/ckpt/search-gpu/eval_final"*.json "$OUT/" 2>/dev/null \
     || echo "search_gpu: no eval_final.json (the run did not finish)" | tee -a "$OUT/train.log"

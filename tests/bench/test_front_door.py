@@ -75,3 +75,14 @@ def test_arguments_reach_the_script_or_module(name, flag, capsys):
 def test_bad_arguments_give_a_nonzero_status(capsys):
     assert bench.run_benchmark("digest", ["--no-such-flag"]) == 2
     assert "--no-such-flag" in capsys.readouterr().err
+
+
+def test_eval_start_refuses_a_bad_count_and_compares_games_not_clocks(capsys):
+    from hackmatrix_bench.eval_start import main, strip_timing
+
+    assert main(["--pairs", "0"]) == 2
+    assert "--pairs" in capsys.readouterr().err
+    a = {"ret": 1.0, "search": [{"win_rate": 0.5, "seconds": 3.0, "compile_seconds": 9.0}]}
+    b = {"ret": 1.0, "search": [{"win_rate": 0.5, "seconds": 4.0, "compile_seconds": 7.0}]}
+    assert strip_timing(a) == strip_timing(b)
+    assert strip_timing(a) != strip_timing({**b, "ret": 2.0})

@@ -83,7 +83,7 @@ def test_the_shipped_recipes_load_by_name_and_set_search_tables(tmp_path):
     assert set(shipped_recipes()) >= {"depth", "programs", "reference"}
     assert load_recipe("reference")["network"] == "mlp"
     path = tmp_path / "s.toml"
-    path.write_text('algo = "search"\n[search]\nnum_simulations = 16\nmode = "oracle"\n')
+    path.write_text('lr = 1e-4\n[search]\nnum_simulations = 16\nmode = "oracle"\n')
     cfg, _ = train.config_from_args(train.build_parser().parse_args(["--recipe", str(path)]))
     assert (cfg.search.num_simulations, cfg.search.mode) == (16, "oracle")
     args = train.build_parser().parse_args(["--recipe", str(path), "--search-mode", "honest"])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import warnings
 
 import pytest
 from hackmatrix_env.argparsing import count as parse_count
@@ -212,10 +213,12 @@ OLD_CURRICULUM_KEYS = {
     "start_stage": 1, "start_stage_max": None, "kit_siphons": 0, "kit_credits": 0,
     "kit_energy": 0, "kit_programs": 0, "kit_prob": 1.0, "kit_pool": None,
 }  # fmt: skip
+# ... and before the search trainer left hm-train (the PPO learner's values)
+OLD_LEARNER_KEYS = {"algo": "ppo", "search_target": "improved"}
 
 
 def test_a_saved_config_with_the_removed_curriculum_keys_still_loads(recwarn):
-    assert REMOVED_FIELDS == OLD_CURRICULUM_KEYS
+    assert REMOVED_FIELDS == {**OLD_CURRICULUM_KEYS, **OLD_LEARNER_KEYS}
     cfg = plan(plain_ppo(num_envs=64, network="grid"))
     assert TrainConfig.from_dict({**cfg.to_dict(), **OLD_CURRICULUM_KEYS}) == cfg
     assert not recwarn.list  # the curricula were off: nothing changes, nothing to say
@@ -451,6 +454,18 @@ def test_the_default_run_directory_names_the_algorithm_network_batch_and_seed():
 
     base = TrainConfig()
     assert default_run_name(base) == f"ppo-grid-{base.num_envs}x{base.num_steps}-s0"
-    search = base.replace(algo="search", seed=3)
-    assert default_run_name(search) == f"search-grid-{base.num_envs}x{base.num_steps}-s3"
-    assert default_run_name(search.replace(run_name="mine", run_suffix="x")) == "mine-x"
+    other = base.replace(network="mlp", seed=3)
+    assert default_run_name(other) == f"ppo-mlp-{base.num_envs}x{base.num_steps}-s3"
+    assert default_run_name(other.replace(run_name="mine", run_suffix="x")) == "mine-x"
+
+
+def test_a_saved_search_trainer_config_loads_with_a_warning():
+    """``algo`` and ``search_target`` left the config with the search trainer: a checkpoint
+    that carries them still loads (its params evaluate), and says what it was."""
+    saved = TrainConfig().to_dict()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the default learner's keys load silently
+        TrainConfig.from_dict({**saved, "algo": "ppo", "search_target": "improved"})
+    with pytest.warns(UserWarning, match="search trainer"):
+        cfg = TrainConfig.from_dict({**saved, "algo": "search", "search_target": "raw"})
+    assert cfg == TrainConfig.from_dict(saved)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from hackmatrix_env import HackMatrix
 from hackmatrix_train import ppo
-from hackmatrix_train.trainer import learner_for, make_train
+from hackmatrix_train.trainer import make_train
 from hackmatrix_train.update import Learner
 from train.recipes import plain_ppo
 from train.train_probes import ProbeParams, ProbeSuite
@@ -95,8 +95,7 @@ def test_an_env_factory_passed_in_makes_the_trained_env():
     assert trainer.program_names and trainer.num_actions == 28
 
 
-def test_the_config_picks_the_learner_and_the_search_learner_needs_the_game():
-    assert learner_for("ppo") is ppo.LEARNER and learner_for("ppo").name == "ppo"
-    assert learner_for("search").name == "search"
-    with pytest.raises(ValueError, match="HackMatrix game"):
-        make_train(CFG.replace(algo="search"), ProbeSuite(), ProbeParams())
+def test_the_learner_is_ppo_unless_one_is_given():
+    assert make_train(CFG, ProbeSuite(), ProbeParams()).learner is ppo.LEARNER
+    mine = ppo.LEARNER._replace(name="mine")
+    assert make_train(CFG, ProbeSuite(), ProbeParams(), learner=mine).learner is mine

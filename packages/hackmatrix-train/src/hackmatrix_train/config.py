@@ -36,8 +36,6 @@ RUN_BOOKKEEPING = frozenset({
     "checkpoint_dir", "keep_checkpoints", "no_artifact", "resume", "rewind", "run_suffix",
 })  # fmt: skip
 
-ALGORITHMS = ("ppo", "search")
-SEARCH_TARGETS = ("improved", "raw", "overrides", "action")
 
 # The search's flags, the same in every command, and the ``SearchConfig`` field each sets
 # (``hm-eval`` and ``hm-watch`` take the simulations as ``--search N``). A saved config or a
@@ -56,7 +54,7 @@ SEARCH_FLAGS = {
     "search_track_cryptogs": "track_cryptogs",
 }
 # ``SearchConfig`` fields that come from the run, not from the search's settings: its units
-# (``search_config_from_train``) and the target's Q (from ``search_target``). A saved config
+# (``search_config_from_train``) and the target's Q (a learner's choice). A saved config
 # does not carry them in its ``search`` table.
 SEARCH_FROM_RUN = frozenset({
     "gamma", "reward_scale", "max_steps_in_episode", "disabled", "program_bonus",
@@ -166,15 +164,9 @@ class TrainConfig:
     history_depth: int = flag(HISTORY_DEPTH, "UNDO snapshots kept (EnvParams.history_depth); "
                               "raise it for UNDO-heavy policies, see "
                               "stats/history_overflow_frac", KNOBS)  # fmt: skip
-    # the algorithm: Gumbel AlphaZero with the game as model for "search" (specs/search.md)
-    algo: str = flag("ppo", "ppo, or search", SEARCH, choices=ALGORITHMS)
-    # how the search acts (algo "search") and how hm-eval, hm-watch and hm-play search with the
-    # run's policy (flags: SEARCH_FLAGS, help: search_config); the units are the run's
+    # how hm-eval, hm-watch and hm-play search with the run's policy (flags: SEARCH_FLAGS,
+    # help: search_config); the units are the run's
     search: SearchConfig = field(default_factory=SearchConfig)
-    search_target: str = flag("improved", "the policy target: the search's improved policy (its "
-                              "Q rescaled to [0, 1], or raw: in the value's units; overrides: "
-                              "learnt only where the search overruled the network's argmax), or "
-                              "the action it played", SEARCH, choices=SEARCH_TARGETS)  # fmt: skip
     # logging / checkpoints
     log_interval: int = flag(10, "updates per jitted chunk / log line", LOGS)
     no_wandb: bool = flag(False, "disable wandb", **SWITCH)
@@ -290,22 +282,6 @@ def replace_search(search: SearchConfig, values: dict, flags: bool = True) -> Se
 
 def validate(cfg: TrainConfig, num_devices: int = 1) -> None:
     """Raise ValueError with a clear message for any inconsistent setting."""
-    if cfg.algo not in ALGORITHMS:
-        raise ValueError(f"--algo must be one of {ALGORITHMS}, got {cfg.algo!r}")
-    if cfg.algo == "search" and cfg.search.track_cryptogs:
-        raise ValueError("--search-track-cryptogs follows one game's history: the trainer's "
-                         "search has none; drop it")  # fmt: skip
-    if cfg.algo == "search" and cfg.program_bonus_end not in (None, cfg.program_bonus):
-        raise ValueError(
-            "--algo search adds the program bonus to the tree's rewards, so it must stay "
-            "constant: drop --program-bonus-end"
-        )
-    if cfg.algo == "search" and cfg.program_potential > 0:
-        raise ValueError("--algo search plans without --program-potential; set it to 0")
-    if cfg.search_target not in SEARCH_TARGETS:
-        raise ValueError(
-            f"--search-target must be one of {SEARCH_TARGETS}, got {cfg.search_target!r}"
-        )
     pos = (
         "num_envs",
         "num_steps",

@@ -1,7 +1,7 @@
 """Anchored, gated expert iteration: the honest search distilled into the network, held near
 the policy it starts from, kept only when an evaluation says it plays better (issue 62).
 
-The search trainer (``alphazero.py``) learns from targets built on the network it is training,
+The search trainer (``experiments/search_trainer.py``) learns from targets built on the network it is training,
 so the network's own generalisation errors become the next target and compound
 (``experiments/search.md``). This learner keeps the teacher fixed between gate decisions:
 

@@ -63,7 +63,7 @@ def format_progress(
             f"siphon {g('actions/siphon_frac', 0):.3f} prog {g('actions/program_frac', 0):.3f}"
         )
     nan = float("nan")
-    if "train/policy_ce" in metrics:  # the search trainer's figures (alphazero.py)
+    if "train/policy_ce" in metrics:  # a distilling learner's figures (search, expert iteration)
         parts.append(
             f"ce {g('train/policy_ce'):.3f} kl {g('train/target_kl', nan):.4f} "
             f"override {g('train/override_frac', nan):.3f} ev {g('train/explained_variance', nan):.2f}"

@@ -125,6 +125,7 @@ def search_config(policy: Policy, **overrides):
 def evaluate_checkpoint(
     path=None, episodes=100, greedy=True, seed=0, start_stage=1, max_steps=None, random=False,
     env=None, env_params=None, wrap_network=None, search=(), search_fn=None, report=None,
+    overlap=True,
 ) -> dict:  # fmt: skip
     """``hm-eval``: the summary of ``episodes`` episodes of a saved policy (``None``: the shipped
     agent), or of the random masked policy, from ``start_stage``.
@@ -133,6 +134,8 @@ def evaluate_checkpoint(
     ``search_fn``: the search those rows play (``search.run_search``'s signature; None: itself).
     ``wrap_network``, ``env``, ``env_params``: as ``load_policy``'s. ``report``
     (``progress.Reporter``; None: silent) hears of each compile and sees the episodes' progress.
+    ``overlap``: compile the search rows beside the greedy evaluation (``compile_beside``;
+    False: each when its turn comes, ``hm-bench eval-start``'s baseline). Same summary either way.
     """
     from hackmatrix_train import progress
 
@@ -172,7 +175,10 @@ def evaluate_checkpoint(
     apply_fn = None if random else policy.apply_fn
     max_steps = int(env_params.max_steps_in_episode)
     configs = [search_config(policy, **overrides) for overrides in search]
-    compiled = compile_beside(env, env_params, policy, configs, episodes, seed, search_fn, report)
+    compiled = [None] * len(configs)
+    if overlap:
+        compiled = compile_beside(env, env_params, policy, configs, episodes, seed, search_fn,
+                                  report)  # fmt: skip
     result = run_in_chunks(
         env, env_params, apply_fn, policy.params, episodes, max_steps, greedy,
         jax.random.key(seed), report, what=f"the evaluation ({episodes} {name} episodes)",
@@ -191,7 +197,7 @@ def evaluate_checkpoint(
             row = search_summary(
                 env, env_params, policy.apply_fn, policy.params, search_cfg, episodes, seed,
                 program_names, search_fn=search_fn, report=report,
-                compiled=wait_for(future, search_cfg, report),
+                compiled=future and wait_for(future, search_cfg, report),
             )  # fmt: skip
             row["disabled_programs"] = disabled
             summary["search"].append(row)

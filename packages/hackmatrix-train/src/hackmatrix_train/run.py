@@ -35,8 +35,8 @@ PROBE_UPDATES = 10  # updates timed by --time-budget's probe (at most --log-inte
 
 
 def default_run_name(cfg: TrainConfig) -> str:
-    """``{algo}-{network}-{envs}x{steps}-s{seed}[-suffix]``, or ``--run-name``."""
-    name = cfg.run_name or f"{cfg.algo}-{cfg.network}-{cfg.num_envs}x{cfg.num_steps}-s{cfg.seed}"
+    """``ppo-{network}-{envs}x{steps}-s{seed}[-suffix]``, or ``--run-name``."""
+    name = cfg.run_name or f"ppo-{cfg.network}-{cfg.num_envs}x{cfg.num_steps}-s{cfg.seed}"
     return name + (f"-{cfg.run_suffix}" if cfg.run_suffix else "")
 
 
@@ -104,6 +104,18 @@ def locate_run(cfg: TrainConfig, explicit=frozenset()) -> RunPlace | None:
     return RunPlace(cfg, run_name, run_dir, resume_path, meta)
 
 
+def check_learner(place: RunPlace, learner: str) -> None:
+    """A ``ValueError`` when a resume would continue a run with another learner than its own
+    (the checkpoint's ``learner``; older ones name it in their config's ``algo``)."""
+    if place.resume_path is None:
+        return
+    saved = place.meta.get("learner") or place.meta.get("config", {}).get("algo", "ppo")
+    if saved != learner:
+        where = " (experiments/search_trainer.py)" if saved == "search" else ""
+        raise ValueError(f"cannot resume: the run was trained by the {saved} learner{where}, "
+                         f"not {learner}; resume it with its own")  # fmt: skip
+
+
 def new_run(cfg: TrainConfig, explicit, devices) -> RunPlace:
     """A new run's place: ``plan``'s config for ``devices``, its directory by its name."""
     cfg = plan(cfg, explicit, len(devices), devices[0].platform)
@@ -144,6 +156,7 @@ def run(
     place = place or locate_run(cfg, explicit) or new_run(cfg, explicit, jax.devices())
     cfg = place.cfg
     trainer = make_train(cfg, env, env_params, **parts)
+    check_learner(place, trainer.learner.name)
     out(describe_plan(cfg, trainer.num_devices))
     out(f"run {place.run_name}: checkpoints in {place.run_dir}")
     runner, meta = start_runner(trainer, cfg, place, out)
@@ -265,6 +278,7 @@ def make_save(trainer, cfg: TrainConfig, config_dict, place: RunPlace, meta, log
         u = int(jax.device_get(r.update))
         m = {
             "run_name": place.run_name,
+            "learner": trainer.learner.name,  # a resume continues with the same learner
             "run_dir": str(place.run_dir.resolve()),  # where it was written (wandb_run_id)
             "env_steps": u * cfg.batch_size,
             "num_devices": trainer.num_devices,
@@ -467,18 +481,6 @@ def final_evaluation(trainer, params, cfg: TrainConfig, run_dir: Path, out=print
     summary["env_steps"] = cfg.num_updates * cfg.batch_size
     summary["disabled_programs"] = list(cfg.disabled_programs)
     out(format_table(summary, f"final evaluation ({summary['episodes']} greedy episodes)"))
-    if cfg.algo == "search":  # the search trainer's policy is evaluated with its search too
-        from hackmatrix_train.alphazero import search_config
-        from hackmatrix_train.search_evaluate import search_summary
-
-        row = search_summary(
-            env, env_params, trainer.network.apply, jax.device_get(params), search_config(cfg),
-            cfg.final_eval_episodes, cfg.final_eval_seed, trainer.program_names, report=report,
-        )  # fmt: skip
-        summary["search"] = [row]
-        search = cfg.search
-        title = f"final evaluation with search ({search.num_simulations} simulations, "
-        out(format_table(row, title + f"{search.mode})"))
     if jax.process_index() == 0:  # every process evaluates the same params; one writes
         run_dir.mkdir(parents=True, exist_ok=True)
         (run_dir / "eval_final.json").write_text(json.dumps(summary, indent=1))

@@ -7,10 +7,14 @@ from __future__ import annotations
 import warnings
 
 # Fields of earlier configs, with the value that meant "off": the start-stage and start-kit
-# training curricula, dropped for measuring no benefit (experiments/findings.md). Checkpoints
-# saved before still carry them; ``TrainConfig.from_dict`` drops them (with a warning when
-# the run used one) so those checkpoints still load, evaluate and resume on the bare game.
+# training curricula, dropped for measuring no benefit (experiments/findings.md), and the
+# learner choice (``algo``, ``search_target``): the search trainer left hm-train for
+# experiments/search_trainer.py, which ends worse than it starts (experiments/search.md).
+# Checkpoints saved before still carry them; ``TrainConfig.from_dict`` drops them (with a
+# warning when the run used one) so those checkpoints still load and evaluate.
 REMOVED_FIELDS: dict[str, object] = {
+    "algo": "ppo",
+    "search_target": "improved",
     "start_stage": 1,
     "start_stage_max": None,
     "kit_siphons": 0,
@@ -21,6 +25,8 @@ REMOVED_FIELDS: dict[str, object] = {
     "kit_pool": None,
 }
 
+
+LEARNER_FIELDS = ("algo", "search_target")  # the removed learner choice, warned of apart
 
 # The value a saved config lacking the field was trained with: the field's default before the
 # defaults became the default recipe (fields added since then were saved by every run), so an
@@ -61,12 +67,22 @@ def drop_removed_fields(d: dict) -> dict:
     the bare game from stage 1, which the warning says.
     """
     used = {k: d[k] for k in REMOVED_FIELDS if k in d and d[k] != REMOVED_FIELDS[k]}
+    learner = {k: used.pop(k) for k in LEARNER_FIELDS if k in used}
     if used:
         settings = ", ".join(f"{k}={v!r}" for k, v in used.items())
         warnings.warn(
             f"ignoring removed training-curriculum settings of a saved config ({settings}): "
             "the trainer no longer has start-stage or start-kit curricula, so the run "
             "evaluates and resumes on the bare game from stage 1",
+            UserWarning,
+            stacklevel=3,
+        )
+    if learner:
+        settings = ", ".join(f"{k}={v!r}" for k, v in learner.items())
+        warnings.warn(
+            f"a saved config of the search trainer ({settings}): its params evaluate as any "
+            "policy's; hm-train resumes it only as PPO, experiments/search_trainer.py with its "
+            "own learner",
             UserWarning,
             stacklevel=3,
         )

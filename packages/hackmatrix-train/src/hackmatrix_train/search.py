@@ -300,7 +300,7 @@ def search_config_from_train(train_cfg, **overrides) -> SearchConfig:
     in its units (its gamma, reward scale, step limit and disabled programs); ``overrides``
     (``SearchConfig`` fields, ``None`` for "the run's") set the search's own options.
 
-    This is where a ``SearchConfig`` is built from a run: the trainer (``alphazero``), and
+    This is where a ``SearchConfig`` is built from a run: a learner that searches, and
     ``hm-eval``, ``hm-watch`` and ``hm-play`` (``policy.search_config``) call it.
     """
     from hackmatrix_train.config import disabled_actions

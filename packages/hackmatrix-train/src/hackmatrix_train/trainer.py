@@ -51,15 +51,6 @@ def check_env_flags(cfg: TrainConfig, env, env_params, names: EnvNames) -> None:
         )
 
 
-def learner_for(algo: str) -> Learner:
-    """The learner of ``--algo``: PPO's, or the search trainer's (imported only when used)."""
-    if algo == "search":
-        from hackmatrix_train.alphazero import LEARNER
-    else:
-        from hackmatrix_train.ppo import LEARNER
-    return LEARNER
-
-
 class Trainer:
     """A compiled trainer for one (config, env, env_params, learner) on all devices.
 
@@ -242,7 +233,7 @@ def make_train(
     * ``env``, ``env_params``: any gymnax 1.0 env whose observation carries ``action_mask``;
       None: ``make_env(cfg)`` (default: HackMatrix as the config's agent sees it) with the
       config's env params (``env.default_params`` for a given env).
-    * ``learner``: an ``update.Learner``; None: the one of ``cfg.algo`` (``learner_for``).
+    * ``learner``: an ``update.Learner``; None: PPO's (``ppo.LEARNER``).
     * ``actor``: ``(cfg, apply_fn) -> act(params, obs, env_state, key) -> (action, log_prob,
       value, extra)``, the learner's rollout actor (None: its own).
     * ``loss``: the learner's loss, with the learner's signature (None: its own).
@@ -259,5 +250,6 @@ def make_train(
         raise ValueError("--disabled-programs applies to the HackMatrix env the trainer builds")
     if env_params is None:
         env_params = env.default_params
-    learner = learner or learner_for(cfg.algo)
+    if learner is None:
+        from hackmatrix_train.ppo import LEARNER as learner
     return Trainer(cfg, env, env_params, devices, learner=learner, actor=actor, loss=loss)

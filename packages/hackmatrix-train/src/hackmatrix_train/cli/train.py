@@ -14,8 +14,8 @@ from hackmatrix_train.config import KNOBS, LENGTH, LOGS, MAIN, SEARCH, TrainConf
 # Flags of hm-train that are not TrainConfig fields (process set-up, not the experiment).
 NON_CONFIG_ARGS = frozenset({"recipe"}) | distributed.ARG_NAMES | compile_cache.ARG_NAMES
 GROUPS = {  # TrainConfig's help groups (config.flag): title, description
-    SEARCH: ("search trainer (--algo search; specs/search.md)", "Gumbel AlphaZero with the game "
-             "as model: the search acts, the network learns its improved policy and returns"),
+    SEARCH: ("search (specs/search.md)", "the search settings saved with the run: hm-eval, "
+             "hm-watch and hm-play --hint plan with them"),
     LOGS: ("checkpoints and logging", None),
     KNOBS: ("research knobs (advanced)", "PPO internals, loss terms and ablations; the default "
             "recipe sets them all (specs/train.md §5, §10)"),
@@ -82,7 +82,8 @@ def main(argv=None, **parts) -> int:
         shown = place.cfg if place else cfg
         length = (f"{shown.time_budget:g} minutes" if shown.time_budget is not None
                   else f"{shown.total_timesteps:,} env steps")  # fmt: skip
-        progress.say(f"hm-train: {'resuming' if place else 'starting'} a {shown.algo} run, "
+        learner = parts["learner"].name if parts.get("learner") else "ppo"
+        progress.say(f"hm-train: {'resuming' if place else 'starting'} a {learner} run, "
                      f"{length} on {shown.num_envs} envs")  # fmt: skip
         compile_cache.enable_from_args(args)
         result = run(cfg, explicit, place=place, **parts)

@@ -1,4 +1,5 @@
-"""The search trainer (``hm-train --algo search``): its targets flow into the network.
+"""The search trainer (``experiments/search_trainer.py``), a learner that plugs into the
+trainer from outside its package: its targets flow into the network.
 
 A tiny run from a fresh network: the Gumbel search (the game as model) acts for 20 updates of
 16 games x 8 moves, and the network learns its improved policy and lambda-returns. On a fixed
@@ -10,6 +11,7 @@ with the trainer's own checkpoint machinery.
 from __future__ import annotations
 
 import csv
+import importlib.util
 
 import jax
 import pytest
@@ -18,14 +20,22 @@ from hackmatrix_train import checkpoint as ckpt
 from hackmatrix_train.evaluate import evaluate_params
 from hackmatrix_train.run import run
 from hackmatrix_train.trainer import make_train
+from repo_files import ROOT
 from train.recipes import plain_ppo
+
+_spec = importlib.util.spec_from_file_location(
+    "search_trainer", ROOT / "experiments" / "search_trainer.py"
+)
+search_trainer = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(search_trainer)
+LEARNER = search_trainer.learner()
 
 UPDATES, ENVS, STEPS, MAX_STEPS = 20, 16, 8, 40
 
 
 def _cfg(tmp_path, **fields):
     base = dict(
-        algo="search", num_envs=ENVS, num_steps=STEPS, total_timesteps=ENVS * STEPS * UPDATES,
+        num_envs=ENVS, num_steps=STEPS, total_timesteps=ENVS * STEPS * UPDATES,
         network="mlp", hidden_dim=32, num_layers=1, search_simulations=8, lr=3e-3,
         update_epochs=4, num_minibatches=2, no_wandb=True, checkpoint_dir=str(tmp_path),
         final_eval_episodes=0, max_steps_in_episode=MAX_STEPS, disabled_programs=("undo",),
@@ -38,13 +48,13 @@ def _cfg(tmp_path, **fields):
 def trained(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("search_train")
     cfg = _cfg(tmp)
-    run(cfg, out=lambda *_: None)
+    run(cfg, out=lambda *_: None, learner=LEARNER)
     return cfg, tmp / "search"
 
 
 def _greedy_summary(cfg, params):
     env_params = EnvParams(max_steps_in_episode=MAX_STEPS, start_stage=1)
-    trainer = make_train(cfg)
+    trainer = make_train(cfg, learner=LEARNER)
     return evaluate_params(
         trainer.env, env_params, trainer.network.apply, params, 32, seed=11, greedy=True
     )
@@ -53,7 +63,7 @@ def _greedy_summary(cfg, params):
 @pytest.mark.slow
 def test_search_training_improves_the_greedy_policy(trained):
     cfg, run_dir = trained
-    trainer = make_train(cfg)
+    trainer = make_train(cfg, learner=LEARNER)
     init = jax.device_get(trainer.init().params)
     flat, _ = ckpt.load_params(run_dir)
     final = ckpt.unflatten_state(flat, init, source=str(run_dir))
@@ -67,7 +77,9 @@ def test_search_training_resumes_bit_exactly(trained):
     cfg, run_dir = trained
     straight = (run_dir / "params.msgpack").read_bytes()
     resumed = cfg.replace(resume=str(run_dir), rewind=UPDATES // 2)
-    run(resumed, explicit=frozenset({"resume", "rewind"}), out=lambda *_: None)
+    with pytest.raises(ValueError, match="trained by the search learner"):  # not as PPO
+        run(resumed, explicit=frozenset({"resume", "rewind"}), out=lambda *_: None)
+    run(resumed, explicit=frozenset({"resume", "rewind"}), out=lambda *_: None, learner=LEARNER)
     assert (run_dir / "params.msgpack").read_bytes() == straight
     kept = list(run_dir.glob("rewound_from_*/params.msgpack"))
     assert len(kept) == 1 and kept[0].read_bytes() == straight  # the later files were kept
@@ -88,23 +100,22 @@ def test_the_improved_policy_target_keeps_its_entropy(trained):
 
 @pytest.mark.slow
 def test_the_action_target_is_the_played_move(tmp_path):
-    """``--search-target action`` learns the one-hot of the move the search played: the
+    """``--target action`` learns the one-hot of the move the search played: the
     cross-entropy to it equals the KL from it (a one-hot has no entropy)."""
-    cfg = _cfg(tmp_path, search_target="action", total_timesteps=ENVS * STEPS, update_epochs=1)
-    trainer = make_train(cfg)
+    cfg = _cfg(tmp_path, total_timesteps=ENVS * STEPS, update_epochs=1)
+    trainer = make_train(cfg, learner=search_trainer.learner("action"))
     _, metrics = trainer.run_chunk(trainer.init(), 1)
     assert abs(_target_entropy(jax.device_get(metrics))) < 1e-4
 
 
 def test_a_bad_search_target_is_refused(tmp_path):
-    with pytest.raises(ValueError, match="--search-target"):
-        make_train(_cfg(tmp_path, search_target="visits"))
+    with pytest.raises(ValueError, match="--target"):
+        search_trainer.learner("visits")
 
 
 def test_the_tree_rewards_carry_the_runs_program_bonus(tmp_path):
     """The value targets carry the bonus, so the tree's rewards must too (same units)."""
-    from hackmatrix_train.alphazero import search_config
-
+    search_config = search_trainer.search_config
     assert search_config(_cfg(tmp_path, program_bonus=5.0)).program_bonus == 5.0
     assert search_config(_cfg(tmp_path, program_bonus=0.0)).program_bonus == 0.0
 
@@ -118,33 +129,34 @@ def test_the_tree_rewards_carry_the_runs_program_bonus(tmp_path):
 )
 def test_shaping_the_tree_cannot_follow_is_refused(tmp_path, fields, message):
     with pytest.raises(ValueError, match=message):
-        make_train(_cfg(tmp_path, **fields))
+        make_train(_cfg(tmp_path, **fields), learner=LEARNER)
 
 
 @pytest.mark.slow
 def test_a_raw_target_at_a_tiny_scale_is_the_networks_own_policy(tmp_path):
-    """``--search-target raw``: the improved policy with Q in the value's units; at a value
+    """``--target raw``: the improved policy with Q in the value's units; at a value
     scale of 1e-6 the Q differences of one update's states move it nowhere: the KL from the
     target to the (unchanged: lr 1e-9) network is ~0, where the default target's is not."""
     kls = {}
     for target, scale in (("raw", 1e-6), ("improved", None)):
         cfg = _cfg(
-            tmp_path / target, search_target=target, search_target_value_scale=scale,
+            tmp_path / target, search_target_value_scale=scale,
             total_timesteps=ENVS * STEPS, update_epochs=1, lr=1e-9,
         )  # fmt: skip
-        trainer = make_train(cfg)
+        trainer = make_train(cfg, learner=search_trainer.learner(target))
         _, metrics = trainer.run_chunk(trainer.init(), 1)
         kls[target] = float(jax.device_get(metrics)["train/target_kl"])
     assert kls["raw"] < 1e-5 and kls["improved"] > 1e-3, kls
 
 
 def test_the_overrides_target_learns_only_where_the_search_overruled():
-    """``--search-target overrides``: the cross-entropy is the mean over the rows the weight
+    """``--target overrides``: the cross-entropy is the mean over the rows the weight
     picks (the moves where the search overruled the network), the value loss over all rows."""
     import jax.numpy as jnp
     import numpy as np
     from hackmatrix_env.constants import NUM_ACTIONS
-    from hackmatrix_train.alphazero import search_loss
+
+    search_loss = search_trainer.search_loss
 
     k = jax.random.split(jax.random.key(0), 4)
     n = 32
