@@ -60,30 +60,28 @@ def saved_config(d: dict, names: set[str]) -> dict:
     return {**missing, **drop_removed_fields(d)}
 
 
+# What a removed field that held a setting other than "off" means for the loaded run: the
+# warning of each kind ("{}": the settings), the learner's fields first, the rest curricula.
+REMOVED_WARNINGS = (
+    (LEARNER_FIELDS, "a saved config of the search trainer ({}): its params evaluate as any "
+     "policy's; it resumes with experiments/search_trainer.py's learner, not hm-train's"),
+    (tuple(REMOVED_FIELDS), "ignoring removed training-curriculum settings of a saved config "
+     "({}): the trainer no longer has start-stage or start-kit curricula, so the run "
+     "evaluates and resumes on the bare game from stage 1"),
+)  # fmt: skip
+
+
 def drop_removed_fields(d: dict) -> dict:
     """``d`` without ``REMOVED_FIELDS``; warns when one held a setting other than "off".
 
     A run that trained with a removed curriculum still loads: it evaluates, and resumes, on
-    the bare game from stage 1, which the warning says.
+    the bare game from stage 1, which the warning says. A search trainer's run evaluates; a
+    resume refuses any learner but its own (``run.check_learner``).
     """
     used = {k: d[k] for k in REMOVED_FIELDS if k in d and d[k] != REMOVED_FIELDS[k]}
-    learner = {k: used.pop(k) for k in LEARNER_FIELDS if k in used}
-    if used:
-        settings = ", ".join(f"{k}={v!r}" for k, v in used.items())
-        warnings.warn(
-            f"ignoring removed training-curriculum settings of a saved config ({settings}): "
-            "the trainer no longer has start-stage or start-kit curricula, so the run "
-            "evaluates and resumes on the bare game from stage 1",
-            UserWarning,
-            stacklevel=3,
-        )
-    if learner:
-        settings = ", ".join(f"{k}={v!r}" for k, v in learner.items())
-        warnings.warn(
-            f"a saved config of the search trainer ({settings}): its params evaluate as any "
-            "policy's; hm-train resumes it only as PPO, experiments/search_trainer.py with its "
-            "own learner",
-            UserWarning,
-            stacklevel=3,
-        )
+    for fields, message in REMOVED_WARNINGS:
+        these = {k: used.pop(k) for k in fields if k in used}
+        if these:
+            settings = ", ".join(f"{k}={v!r}" for k, v in these.items())
+            warnings.warn(message.format(settings), UserWarning, stacklevel=3)
     return {k: v for k, v in d.items() if k not in REMOVED_FIELDS}
