@@ -224,10 +224,10 @@ def compile_beside(env, env_params, policy, configs, episodes, seed, search_fn, 
                 episodes, seed, search_fn=search_fn)
         for c in configs
     ]  # fmt: skip
+    estimate = progress.COLD_COMPILE_S["search evaluation"]
     for c in configs:
-        estimate = progress.COLD_COMPILE_S["search evaluation"]
-        report.say(f"compiling {search_what(c)} beside the evaluation: about {estimate} s the first time, "
-                   "cached after...")  # fmt: skip
+        report.say(f"compiling {search_what(c)} beside the evaluation: about {estimate} s the "
+                   "first time, cached after...")  # fmt: skip
     return in_background(jobs)
 
 
