@@ -42,11 +42,13 @@ from pathlib import Path
 
 import jax
 import jax.numpy as jnp
+
+# ``hackmatrix_train.search`` is imported where it is used: it loads gymnax, which starts JAX,
+# and as a script hm-train must set the CPU devices first (``distributed.set_cpu_devices``).
 from hackmatrix_train.config import has_program_bonus
 from hackmatrix_train.ppo import compute_gae
 from hackmatrix_train.rollout import collect_rollout
 from hackmatrix_train.schedules import make_optimizer, program_bonus_coef, update_learning_rate
-from hackmatrix_train.search import MASKED_LOGIT, run_search, search_config_from_train
 from hackmatrix_train.stats import env_names, make_shaping, track_episodes
 from hackmatrix_train.update import (
     Learner,
@@ -85,6 +87,8 @@ def search_config(cfg, target: str = "improved"):
     it, so the values the tree bootstraps from expect it, and a tree without it undervalues
     every step that wins a program (the bonus the value counted never comes).
     """
+    from hackmatrix_train.search import search_config_from_train
+
     return search_config_from_train(
         cfg,
         program_bonus=float(cfg.program_bonus) if has_program_bonus(cfg) else 0.0,
@@ -92,14 +96,18 @@ def search_config(cfg, target: str = "improved"):
     )
 
 
-def search_actor(cfg, apply_fn, search=run_search, target: str = "improved"):
+def search_actor(cfg, apply_fn, search=None, target: str = "improved"):
     """The trainer's actor (``update.Learner``): the search's action, and as ``extra`` the
     policy target (the improved policy, or with ``target="action"`` the one-hot of the
     action played) and whether the search overrode the network's argmax (f32, 0 or 1).
 
     ``search`` is ``run_search``-shaped (``(apply_fn, search_cfg, params, key, state) ->
-    SearchOutput``): an experiment passes its own, e.g. ``partial(run_search, resample=...)``.
+    SearchOutput``; None: ``search.run_search``): an experiment passes its own, e.g.
+    ``partial(run_search, resample=...)``.
     """
+    from hackmatrix_train.search import run_search
+
+    search = search or run_search
     search_cfg = search_config(cfg, target)
 
     def act(params, obs, env_state, key):
@@ -123,6 +131,8 @@ def search_loss(params, apply_fn, obs, policy_target, value_target, vf_coef, wei
     The value loss is not clipped as PPO's is: from the default policy, runs with and without
     PPO's clip end alike (experiments/search.md), so the simpler loss stays.
     """
+    from hackmatrix_train.search import MASKED_LOGIT
+
     logits, value = apply_fn(params, obs)
     masked = jnp.where(obs.action_mask, logits, MASKED_LOGIT)
     log_p = jax.nn.log_softmax(masked, axis=-1)

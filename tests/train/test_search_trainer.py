@@ -183,3 +183,18 @@ def test_the_overrides_target_learns_only_where_the_search_overruled():
     np.testing.assert_allclose(weighted["target_kl"], sub["target_kl"], rtol=1e-5)
     np.testing.assert_allclose(weighted["vf_loss"], all_rows["vf_loss"], rtol=1e-6)
     assert abs(float(weighted["policy_ce"]) - float(all_rows["policy_ce"])) > 1e-3
+
+
+def test_the_script_leaves_jax_unstarted_until_hm_train_sets_the_devices():
+    """Run as a script, the module is imported before ``hm-train`` sets the CPU devices, which
+    must come before JAX starts: importing it starts nothing (gymnax would: it builds arrays)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import runpy, sys; from jax._src import xla_bridge as xb; "
+        f"runpy.run_path({str(ROOT / 'experiments' / 'search_trainer.py')!r}); "
+        "sys.exit(1 if xb._backends else 0)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-2000:]
