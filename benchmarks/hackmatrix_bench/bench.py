@@ -393,7 +393,8 @@ BENCHMARKS: dict[str, Benchmark] = {
     "winnable": Benchmark(
         "how winnable the game is: a study-budget search (hundreds of simulations, every "
         "legal action considered) plays whole games, oracle and honest; wins, stage, economy",
-        "set by --games and --simulations (128 games x 256: over an hour on a loaded 2-core CPU)",
+        "set by --games and --simulations (128 games x 256 on a shared 2-core CPU: oracle 85 "
+        "min, honest 25 min)",
         module="hackmatrix_bench.winnable",
     ),
     "siphon-bias": Benchmark(
