@@ -64,10 +64,15 @@ from hackmatrix_train.update import (
 TARGETS = ("improved", "raw", "overrides", "action")  # the policy targets (``--target``)
 
 
-def check(cfg, target: str = "improved") -> None:
-    """A ``ValueError`` for a run the search trainer cannot train."""
+def check_target(target: str) -> None:
+    """A ``ValueError`` for a policy target the trainer does not have."""
     if target not in TARGETS:
         raise ValueError(f"--target must be one of {TARGETS}, got {target!r}")
+
+
+def check(cfg, target: str = "improved") -> None:
+    """A ``ValueError`` for a run the search trainer cannot train."""
+    check_target(target)
     if cfg.search.track_cryptogs:
         raise ValueError("--search-track-cryptogs follows one game's history: the trainer's "
                          "search has none; drop it")  # fmt: skip
@@ -217,8 +222,7 @@ def make_update(
 
 def learner(target: str = "improved") -> Learner:
     """The search trainer as ``trainer.make_train``'s ``learner``, with its policy target."""
-    if target not in TARGETS:
-        raise ValueError(f"--target must be one of {TARGETS}, got {target!r}")
+    check_target(target)
     return Learner("search", functools.partial(make_update, target=target))
 
 
