@@ -223,7 +223,9 @@ def make_update(
 def learner(target: str = "improved") -> Learner:
     """The search trainer as ``trainer.make_train``'s ``learner``, with its policy target."""
     check_target(target)
-    return Learner("search", functools.partial(make_update, target=target))
+    # the name goes into every checkpoint, and a resume must name the same: so does the target
+    name = "search" if target == "improved" else f"search-{target}"
+    return Learner(name, functools.partial(make_update, target=target))
 
 
 def final_search_evaluation(run_dir: Path, target: str = "improved") -> dict:

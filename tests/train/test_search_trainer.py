@@ -79,6 +79,9 @@ def test_search_training_resumes_bit_exactly(trained):
     resumed = cfg.replace(resume=str(run_dir), rewind=UPDATES // 2)
     with pytest.raises(ValueError, match="trained by the search learner"):  # not as PPO
         run(resumed, explicit=frozenset({"resume", "rewind"}), out=lambda *_: None)
+    with pytest.raises(ValueError, match="not search-raw"):  # nor with another target
+        run(resumed, explicit=frozenset({"resume", "rewind"}), out=lambda *_: None,
+            learner=search_trainer.learner("raw"))  # fmt: skip
     run(resumed, explicit=frozenset({"resume", "rewind"}), out=lambda *_: None, learner=LEARNER)
     assert (run_dir / "params.msgpack").read_bytes() == straight
     kept = list(run_dir.glob("rewound_from_*/params.msgpack"))

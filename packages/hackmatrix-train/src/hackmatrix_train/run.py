@@ -111,7 +111,7 @@ def check_learner(place: RunPlace, learner: str) -> None:
         return
     saved = place.meta.get("learner") or place.meta.get("config", {}).get("algo", "ppo")
     if saved != learner:
-        where = " (experiments/search_trainer.py)" if saved == "search" else ""
+        where = " (experiments/search_trainer.py)" if saved.startswith("search") else ""
         raise ValueError(f"cannot resume: the run was trained by the {saved} learner{where}, "
                          f"not {learner}; resume it with its own")  # fmt: skip
 
