@@ -56,6 +56,8 @@ def main() -> None:
     p.add_argument("--kl-coef", type=float, default=1.0)
     p.add_argument("--vf-coef", type=float, default=0.125)
     p.add_argument("--updates-per-round", type=int, default=15)
+    p.add_argument("--reset-on-drop", action=argparse.BooleanOptionalAction, default=True,
+                   help="a dropped candidate restarts from the anchor")  # fmt: skip
     p.add_argument("--gate-episodes", type=int, default=256)
     p.add_argument("--gate-seed", type=int, default=1000)
     p.add_argument("--seed", type=int, default=0)
@@ -66,7 +68,7 @@ def main() -> None:
     xcfg = ExpertConfig(
         num_envs=args.num_envs, num_steps=args.num_steps, minibatch_size=args.minibatch_size,
         lr=args.lr, kl_coef=args.kl_coef, vf_coef=args.vf_coef,
-        updates_per_round=args.updates_per_round,
+        updates_per_round=args.updates_per_round, reset_on_drop=args.reset_on_drop,
     )  # fmt: skip
     k = args.determinizations if args.mode == "honest" else None
     teacher = search_config(policy, num_simulations=args.simulations, mode=args.mode,
@@ -81,7 +83,7 @@ def main() -> None:
 
     state = init_state(env, env_params, policy.params, xcfg, jax.random.key(args.seed))
     out = Path(args.out)
-    anchor, history, last = train(update, state, evaluate, xcfg, rounds=args.rounds,
+    anchor, history, _, last = train(update, state, evaluate, xcfg, rounds=args.rounds,
                             time_budget_s=60 * args.minutes,
                             log=lambda s: print(s, flush=True))  # fmt: skip
     settings = {
@@ -89,7 +91,7 @@ def main() -> None:
         "teacher": teacher.__dict__ | {"disabled": list(teacher.disabled)},
     }
     path = write_params(out, anchor, policy.meta, settings)
-    write_params(out / "candidate", last.params, policy.meta, settings)  # the last, kept or not
+    write_params(out / "candidate", last, policy.meta, settings)  # the last, kept or not
     (out / "history.json").write_text(json.dumps(history, indent=1))
     print(
         f"wrote {path}; rounds kept: {sum(h['accepted'] for h in history[1:])}/{len(history) - 1}"

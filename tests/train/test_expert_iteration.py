@@ -100,35 +100,56 @@ def test_gate_keeps_the_anchor_unless_the_candidate_scores_better():
     assert gate("anchor", 1.0, "cand", 1.5, margin=0.6) == ("anchor", 1.0, False)
 
 
-def _fake_run(scores):
+def _fake_run(scores, reset_on_drop=True, rounds=2):
     """``train`` with a fake update (params + 1 each update) and a fake evaluator that reads
-    its score for the params from ``scores``; returns (anchor, history, anchors the teacher got)."""
-    xcfg = ExpertConfig(num_envs=1, num_steps=1, minibatch_size=1, updates_per_round=2)
-    seen = []
+    its score for the params from ``scores``; returns (anchor, history, anchors the teacher
+    got, the params each update started from, the final state, the last candidate)."""
+    xcfg = ExpertConfig(num_envs=1, num_steps=1, minibatch_size=1, updates_per_round=2,
+                        reset_on_drop=reset_on_drop)  # fmt: skip
+    seen, starts = [], []
 
     def update(state, anchor):
         seen.append(int(anchor))
+        starts.append(int(state.params))
         metrics = {k: jnp.float32(0) for k in ("anchor_kl", "policy_ce", "override_frac")}
         return state._replace(params=state.params + 1), metrics
 
     state = ExpertState(jnp.int32(0), None, None, None, None)
-    anchor, history, last = train(
-        update, state, lambda p: scores[int(p)], xcfg, rounds=2, log=lambda s: None
+    anchor, history, last, candidate = train(
+        update, state, lambda p: scores[int(p)], xcfg, rounds=rounds, log=lambda s: None
     )
-    assert int(last.params) == 4  # the learner's own params went on: 2 rounds of 2 updates
-    return int(anchor), history, seen
+    return int(anchor), history, seen, starts, last, int(candidate)
 
 
 def test_train_keeps_the_anchor_when_the_fake_evaluator_says_worse():
-    anchor, history, seen = _fake_run({0: 1.0, 2: 0.5, 4: 0.9})
+    anchor, history, seen, starts, last, candidate = _fake_run({0: 1.0, 2: 0.5})
     assert anchor == 0 and [h["accepted"] for h in history] == [True, False, False]
     assert seen == [0, 0, 0, 0]  # the teacher searched with the anchor all along
+    # each dropped candidate restarted from the anchor: both rounds trained from 0
+    assert starts == [0, 1, 0, 1] and candidate == 2 and int(last.params) == 0
+
+
+def test_a_dropped_candidate_restarts_with_a_fresh_optimizer():
+    _, _, _, _, last, _ = _fake_run({0: 1.0, 2: 0.5}, rounds=1)
+    adam = last.opt_state[1][0]  # chain(clip, adam): adam's count and moments
+    assert int(adam.count) == 0 and int(adam.mu) == 0
+
+
+def test_without_reset_a_dropped_candidate_trains_on():
+    anchor, history, seen, starts, last, candidate = _fake_run(
+        {0: 1.0, 2: 0.5, 4: 0.9}, reset_on_drop=False
+    )
+    assert anchor == 0 and [h["accepted"] for h in history] == [True, False, False]
+    assert seen == [0, 0, 0, 0] and starts == [0, 1, 2, 3]
+    assert candidate == 4 and int(last.params) == 4 and last.opt_state is None
 
 
 def test_train_replaces_the_anchor_when_the_fake_evaluator_says_better():
-    anchor, history, seen = _fake_run({0: 1.0, 2: 1.5, 4: 1.2})
+    anchor, history, seen, starts, last, candidate = _fake_run({0: 1.0, 2: 1.5, 4: 1.2})
     assert anchor == 2 and [h["accepted"] for h in history] == [True, True, False]
     assert seen == [0, 0, 2, 2]  # the second round's teacher is the new anchor
+    assert starts == [0, 1, 2, 3] and candidate == 4
+    assert int(last.params) == 2  # the dropped second round restarted from the new anchor
 
 
 MAX_STEPS = 24
@@ -158,9 +179,9 @@ def test_a_tiny_run_does_not_lower_its_start_greedy_score(tiny):
         candidates.append(params)
         return score(params)
 
-    anchor, history, last = train(update, state, evaluate, xcfg, rounds=2, log=lambda s: None)
+    anchor, history, _, last = train(update, state, evaluate, xcfg, rounds=2, log=lambda s: None)
     assert len(history) == 3 and len(candidates) == 3
-    assert candidates[-1] is last.params
+    assert candidates[-1] is last
     for h in history[1:]:
         assert np.isfinite([h["policy_ce"], h["anchor_kl"], h["value_drift"]]).all()
     # the learner moved the network, and what it returns scores no lower than the start
