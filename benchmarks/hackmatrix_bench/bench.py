@@ -306,6 +306,12 @@ BENCHMARKS: dict[str, Benchmark] = {
         "5-8 min on 2 CPU cores (2 pairs)",
         module="hackmatrix_bench.eval_start",
     ),
+    "import-start": Benchmark(
+        "cold starts (import hackmatrix_env, hm-eval's imports, the README's gymnax snippet) "
+        "with gymnax's whole package and distrax imported first and without, alternating",
+        "3-5 min on 2 CPU cores (3 pairs)",
+        module="hackmatrix_bench.import_start",
+    ),
     "train": Benchmark(
         "PPO end to end: init, compile and steps/s per env count",
         "3-5 min on 2 CPU cores",

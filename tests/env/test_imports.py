@@ -13,7 +13,9 @@ PKG = Path(hackmatrix_env.__file__).parent
 LAYER = {
     "constants": 0,
     "devices": 0,  # jax only: importable before anything starts a JAX backend
+    "gymnax_base": 0,  # gymnax's environment and spaces modules, without gymnax's package
     "types": 1,
+    "action_set": 1.5,  # the agent's action set (mask narrowing): constants and types only
     "rng": 1,  # the counter-based random stream (twin of Rng.swift): jax only
     "board": 1.5,  # base of layer 2: "shared helpers move down to board.py" (style.md §2)
     "batching": 1.6,  # vmap helpers over board.select_tree, used by layers 3-6

@@ -20,9 +20,9 @@ below supply them, and gymnax 1.0's own ``FlattenObservationWrapper`` and
   sees which actions are valid (``MASK_SLICE`` cuts it out again). The space is
   ``Box(0, inf)``: some features exceed 1 (interface §3.6). ``info["final_observation"]``
   is flattened the same way.
-* ``DisabledActionsWrapper``: the agent's action set without some actions (e.g. UNDO,
-  to study learning without the cross-stage quirk, rules §11.4). It narrows the mask
-  only; the game is unchanged. See its docstring.
+* ``DisabledActionsWrapper`` (from ``action_set``, re-exported here): the agent's action set
+  without some actions (e.g. UNDO, to study learning without the cross-stage quirk, rules
+  §11.4). It narrows the mask only; the game is unchanged. See its docstring.
 * ``LegacyStepWrapper``: ``step`` returns ``(obs, state, reward, done, info)`` with
   ``done = terminated | truncated``. Nothing is lost: ``info`` keeps gymnax 1.0's
   ``terminated``, ``truncated`` and ``final_observation``, and gains the pre-1.0
@@ -49,6 +49,11 @@ import numpy as np
 from gymnax.environments import spaces
 from gymnax.wrappers.purerl import FlattenObservationWrapper, GymnaxWrapper, LogWrapper
 
+from hackmatrix_env.action_set import (  # noqa: F401 (re-exported: the action set's home)
+    DisabledActionsWrapper,
+    allowed_actions,
+    restrict_mask,
+)
 from hackmatrix_env.constants import NUM_ACTIONS
 from hackmatrix_env.env import HackMatrix
 from hackmatrix_env.observation import flatten_observation
@@ -128,65 +133,6 @@ class LegacyStepWrapper(_StatelessWrapper):
             "discount": jnp.where(terminated, 0.0, 1.0).astype(jnp.float32),
         }
         return obs, state, reward, done, info
-
-
-def restrict_mask(mask: jax.Array, allowed: jax.Array) -> jax.Array:
-    """``mask & allowed``, except where that leaves no legal action: there ``mask`` itself.
-
-    The fallback keeps every row playable (a policy over an empty mask has nothing to pick):
-    a disabled action stays offered only where no other action is legal.
-    """
-    narrowed = jnp.logical_and(mask, allowed)
-    return jnp.where(narrowed.any(axis=-1, keepdims=True), narrowed, mask)
-
-
-def allowed_actions(disabled) -> np.ndarray:
-    """bool[28]: False at each action index of ``disabled``; a clear error for a bad index."""
-    allowed = np.ones(NUM_ACTIONS, bool)
-    for a in disabled:
-        if isinstance(a, bool) or not isinstance(a, (int, np.integer)) or not 0 <= a < NUM_ACTIONS:
-            raise ValueError(
-                f"disabled actions must be action indices 0..{NUM_ACTIONS - 1}, got {a!r}"
-            )
-        allowed[int(a)] = False
-    return allowed
-
-
-class DisabledActionsWrapper(GymnaxWrapper):
-    """The env with some actions taken out of the agent's mask (``restrict_mask``).
-
-    Every observation's ``action_mask`` (``info["final_observation"]``'s too) loses the
-    disabled actions, unless nothing else would be legal. The game is not changed: a
-    disabled action sent anyway is played by the canonical rules, as the unwrapped env
-    would. It is an ablation of the agent, not of the game: ``hm-train
-    --disabled-programs undo`` trains and evaluates a policy that never runs UNDO.
-    """
-
-    def __init__(self, env, disabled):
-        super().__init__(env)
-        self.allowed = allowed_actions(disabled)
-        self.disabled = tuple(int(a) for a in np.flatnonzero(~self.allowed))
-
-    def _narrow(self, obs: Observation) -> Observation:
-        return obs._replace(action_mask=restrict_mask(obs.action_mask, jnp.asarray(self.allowed)))
-
-    def reset(self, key: jax.Array, params: EnvParams | None = None) -> tuple[Observation, Any]:
-        obs, state = self._env.reset(key, params)
-        return self._narrow(obs), state
-
-    def step(
-        self,
-        key: jax.Array,
-        state: Any,
-        action: int | jax.Array,
-        params: EnvParams | None = None,
-    ) -> tuple[Observation, Any, jax.Array, jax.Array, jax.Array, dict[str, Any]]:
-        obs, state, reward, terminated, truncated, info = self._env.step(key, state, action, params)
-        info = {**info, "final_observation": self._narrow(info["final_observation"])}
-        return self._narrow(obs), state, reward, terminated, truncated, info
-
-    def get_obs(self, state: Any, params: EnvParams | None = None, key=None) -> Observation:
-        return self._narrow(self._env.get_obs(state, params))
 
 
 def make_legacy_env(

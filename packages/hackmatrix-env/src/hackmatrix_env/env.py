@@ -46,7 +46,6 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-from gymnax.environments import environment, spaces
 
 from hackmatrix_env.batching import compute_where
 from hackmatrix_env.constants import (
@@ -58,6 +57,7 @@ from hackmatrix_env.constants import (
     PLAYER_FEATURES,
 )
 from hackmatrix_env.game import OwedStage, is_episode_over, on_final_exit
+from hackmatrix_env.gymnax_base import environment, spaces
 from hackmatrix_env.history import has_snapshot
 from hackmatrix_env.observation import observe, observe_game
 from hackmatrix_env.stage import generate_from_seed, start_game

@@ -23,9 +23,9 @@ from typing import NamedTuple
 import jax
 import numpy as np
 from flax import struct
-from gymnax.environments import environment
 
 from hackmatrix_env.constants import HISTORY_DEPTH, NUM_STAGES
+from hackmatrix_env.gymnax_base import environment
 
 
 @struct.dataclass

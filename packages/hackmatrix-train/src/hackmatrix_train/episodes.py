@@ -42,7 +42,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from hackmatrix_env import EnvParams, HackMatrix
-from hackmatrix_env.adapters import allowed_actions, restrict_mask
+from hackmatrix_env.action_set import allowed_actions, restrict_mask
 from hackmatrix_env.constants import (
     NUM_ACTIONS,
     NUM_STAGES,

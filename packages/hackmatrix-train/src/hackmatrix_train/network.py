@@ -14,11 +14,15 @@ applies the mask, so the mask stored with each transition is re-applied in the l
 
 from __future__ import annotations
 
-import distrax
+from typing import TYPE_CHECKING
+
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+if TYPE_CHECKING:
+    import distrax
 
 
 def masked_categorical(logits: jax.Array, mask: jax.Array) -> distrax.Categorical:
@@ -26,8 +30,12 @@ def masked_categorical(logits: jax.Array, mask: jax.Array) -> distrax.Categorica
 
     ``finfo.min`` (never -inf) keeps every log-prob finite; distrax's entropy multiplies by
     ``exp(log_p)``, which is exactly 0 for masked actions. An all-False mask leaves every logit
-    at ``finfo.min``, i.e. a uniform distribution with finite log-probs.
+    at ``finfo.min``, i.e. a uniform distribution with finite log-probs. distrax is imported
+    here, at the first trace, not with the module: it loads TensorFlow Probability (seconds of a
+    cold start), which a greedy evaluation or a search never needs.
     """
+    import distrax
+
     return distrax.Categorical(logits=jnp.where(mask, logits, jnp.finfo(logits.dtype).min))
 
 

@@ -43,7 +43,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import mctx
-from hackmatrix_env.adapters import allowed_actions, restrict_mask
+from hackmatrix_env.action_set import allowed_actions, restrict_mask
 from hackmatrix_env.constants import Action, Program
 from hackmatrix_env.hidden import resample_hidden
 from hackmatrix_env.history import peek_snapshot

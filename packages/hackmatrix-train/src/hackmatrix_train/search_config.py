@@ -128,8 +128,8 @@ def check_search_config(cfg: SearchConfig) -> None:
         raise ValueError(f"reward_scale must be > 0, got {cfg.reward_scale!r}")
     if cfg.max_steps_in_episode < 1:
         raise ValueError("max_steps_in_episode must be >= 1")
-    if cfg.disabled:  # a clear error for a bad index (the adapters load gymnax: only then)
-        from hackmatrix_env.adapters import allowed_actions
+    if cfg.disabled:  # a clear error for a bad index (the action set loads JAX: only then)
+        from hackmatrix_env.action_set import allowed_actions
 
         allowed_actions(cfg.disabled)
     k = num_determinizations(cfg)

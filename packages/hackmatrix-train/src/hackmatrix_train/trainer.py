@@ -216,7 +216,7 @@ def finalize_metrics(sums, n, update, names: EnvNames) -> dict:
 def make_env(cfg: TrainConfig):
     """HackMatrix as the config's agent sees it: without ``cfg.disabled_programs`` in its mask."""
     from hackmatrix_env import HackMatrix
-    from hackmatrix_env.adapters import DisabledActionsWrapper
+    from hackmatrix_env.action_set import DisabledActionsWrapper
 
     from hackmatrix_train.config import disabled_actions
 

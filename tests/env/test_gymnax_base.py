@@ -1,0 +1,69 @@
+"""``gymnax_base``: the game loads gymnax's two base modules without gymnax's package (and its
+seaborn, pandas, scipy, matplotlib), and stays a gymnax environment for code that imports
+gymnax after it or before it. Each case runs in a fresh interpreter: the import order is the
+point."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+HEAVY = ("gymnax", "gymnax.environments", "seaborn", "matplotlib", "pandas", "scipy")
+
+
+def run(code: str) -> str:
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                          text=True, timeout=600, check=False)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout.strip()
+
+
+def test_the_game_imports_without_gymnax_package_and_its_plotting_stack():
+    out = run(f"""
+        import sys
+        from hackmatrix_env import HackMatrix
+        HackMatrix()
+        print(sorted(m for m in {HEAVY!r} if m in sys.modules))
+    """)
+    assert out == "[]"
+
+
+@pytest.mark.parametrize("gymnax_first", [False, True], ids=["gymnax-after", "gymnax-before"])
+def test_the_env_is_gymnax_own_environment_whichever_imports_first(gymnax_first):
+    first, after = ("import gymnax\n", "") if gymnax_first else ("", "import gymnax\n")
+    out = run(
+        first
+        + "from hackmatrix_env import HackMatrix\n"
+        + after
+        + textwrap.dedent("""
+        import jax
+        import gymnax.environments.environment as base
+        import gymnax.environments.spaces as spaces
+        from gymnax.wrappers.purerl import LogWrapper
+        from hackmatrix_env import gymnax_base
+        env = HackMatrix()
+        assert gymnax_base.environment is base and gymnax_base.spaces is spaces
+        assert isinstance(env, base.Environment) and isinstance(env.action_space(), spaces.Discrete)
+        assert gymnax.environments.environment is base  # the package's attribute, same module
+        cart, _ = gymnax.make("CartPole-v1")  # gymnax's own environments still load
+        assert isinstance(cart, base.Environment)
+        wrapped = LogWrapper(env)
+        obs, state = wrapped.reset(jax.random.key(0), env.default_params)
+        print(type(state).__name__, int(obs.action_mask.sum()) > 0)
+    """)
+    )
+    assert out == "LogEnvState True"
+
+
+def test_a_missing_module_is_a_clear_import_error():
+    out = run("""
+        from hackmatrix_env.gymnax_base import gymnax_module
+        try:
+            gymnax_module("no_such_module")
+        except ImportError as e:
+            print(type(e).__name__, "no_such_module" in str(e))
+    """)
+    assert out == "ImportError True"
