@@ -86,3 +86,16 @@ def test_eval_start_refuses_a_bad_count_and_compares_games_not_clocks(capsys):
     b = {"ret": 1.0, "search": [{"win_rate": 0.5, "seconds": 4.0, "compile_seconds": 7.0}]}
     assert strip_timing(a) == strip_timing(b)
     assert strip_timing(a) != strip_timing({**b, "ret": 2.0})
+
+
+def test_import_start_refuses_a_bad_count_and_runs_the_readme_snippet(tmp_path, capsys):
+    from hackmatrix_bench.import_start import main, readme_snippet
+
+    assert main(["--pairs", "0"]) == 2
+    assert "--pairs" in capsys.readouterr().err
+    snippet = readme_snippet()  # the README's first Python block, the gymnax quickstart
+    assert "HackMatrix()" in snippet and "env.step" in snippet
+    other = tmp_path / "README.md"
+    other.write_text("# no snippet\n\n```python\nprint(1)\n```\n")
+    with pytest.raises(ValueError, match="no gymnax snippet"):
+        readme_snippet(other)

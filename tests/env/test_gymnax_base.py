@@ -67,3 +67,18 @@ def test_a_missing_module_is_a_clear_import_error():
             print(type(e).__name__, "no_such_module" in str(e))
     """)
     assert out == "ImportError True"
+
+
+def test_the_evaluation_modules_load_neither_gymnax_package_nor_distrax():
+    """``hm-eval``'s imports and env: distrax (TensorFlow Probability) loads at the first
+    sampled policy (``network.masked_categorical``), gymnax's package never."""
+    out = run(f"""
+        import sys
+        from hackmatrix_train.evaluate import run_in_chunks
+        from hackmatrix_train.policy import evaluate_checkpoint, load_policy
+        from hackmatrix_train.search_evaluate import search_summary
+        from hackmatrix_train.trainer import make_env
+        env = make_env(load_policy(None).cfg)  # the shipped policy's: UNDO out of the mask
+        print(type(env).__name__, sorted(m for m in {HEAVY + ("distrax",)!r} if m in sys.modules))
+    """)
+    assert out == "DisabledActionsWrapper []"
