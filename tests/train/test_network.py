@@ -7,7 +7,13 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from hackmatrix_env.types import Observation
-from hackmatrix_train.network import MLP, GridEncoder, flat_features, masked_categorical
+from hackmatrix_train.network import (
+    MLP,
+    GridEncoder,
+    flat_features,
+    greedy_action,
+    masked_categorical,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -56,6 +62,24 @@ def test_masked_categorical_never_samples_invalid(mask_bits, scale, seed):
     q /= q.sum()
     expected = -(q * np.log(np.where(q > 0, q, 1))).sum()
     assert abs(float(entropy) - expected) < 1e-3 * max(1.0, expected)
+
+
+@settings(deadline=None, max_examples=25)
+@given(
+    mask_bits=st.lists(st.booleans(), min_size=A, max_size=A),
+    scale=st.sampled_from([0.0, 1e-7, 1.0, 1e4]),
+    seed=st.integers(0, 2**30),
+)
+def test_greedy_action_is_the_masked_categorical_argmax(mask_bits, scale, seed):
+    """The greedy evaluation's action without distrax: the same action as the argmax of
+    ``masked_categorical``'s logits, ties and an all-False mask included, jitted or not."""
+    mask = jnp.asarray(mask_bits)
+    logits = jnp.round(scale * jax.random.normal(jax.random.key(seed), (4, A)), 1)  # ties
+    logits = jnp.where(mask, logits, 1e6)  # an invalid action by far the most attractive
+    expected = jnp.argmax(masked_categorical(logits, mask).logits, axis=-1).astype(jnp.int32)
+    assert (greedy_action(logits, mask) == expected).all()
+    assert (jax.jit(greedy_action)(logits, mask) == expected).all()
+    assert greedy_action(logits, mask).dtype == jnp.int32
 
 
 def test_all_false_mask_is_finite_and_uniform():

@@ -24,7 +24,7 @@ from hackmatrix_env.constants import NUM_PROGRAMS, Action, BlockKind, Content
 from hackmatrix_env.siphon import owned_program_map, siphon_reach
 
 from hackmatrix_train import progress
-from hackmatrix_train.network import masked_categorical
+from hackmatrix_train.network import greedy_action, masked_categorical
 from hackmatrix_train.stats import (
     STAGE_COMPONENT,
     VICTORY_COMPONENT,
@@ -174,10 +174,9 @@ def evaluate_parts(env, env_params, apply_fn, num_episodes: int, max_steps: int,
             logits = jnp.zeros(mask.shape, jnp.float32)
         else:
             logits, _ = apply_fn(params, obs)
-        pi = masked_categorical(logits, mask)
         if greedy and apply_fn is not None:
-            return jnp.argmax(pi.logits, axis=-1).astype(jnp.int32)
-        return pi.sample(seed=key).astype(jnp.int32)
+            return greedy_action(logits, mask)
+        return masked_categorical(logits, mask).sample(seed=key).astype(jnp.int32)
 
     def start(params, key):
         del params

@@ -36,7 +36,20 @@ def masked_categorical(logits: jax.Array, mask: jax.Array) -> distrax.Categorica
     """
     import distrax
 
-    return distrax.Categorical(logits=jnp.where(mask, logits, jnp.finfo(logits.dtype).min))
+    return distrax.Categorical(logits=masked_logits(logits, mask))
+
+
+def masked_logits(logits: jax.Array, mask: jax.Array) -> jax.Array:
+    """The logits with each invalid action's at the dtype's minimum (``masked_categorical``)."""
+    return jnp.where(mask, logits, jnp.finfo(logits.dtype).min)
+
+
+def greedy_action(logits: jax.Array, mask: jax.Array) -> jax.Array:
+    """int32[...]: the argmax of ``masked_categorical(logits, mask).logits``, the same
+    operations (distrax's normalised logits are ``log_softmax``), without loading distrax."""
+    return jnp.argmax(jax.nn.log_softmax(masked_logits(logits, mask), axis=-1), axis=-1).astype(
+        jnp.int32
+    )
 
 
 def flat_features(obs) -> jax.Array:
