@@ -11,9 +11,9 @@ Three programs, each in a fresh process with no compilation cache, as a new user
   policy and its env (``trainer.make_env``: the action set without UNDO);
 - ``snippet``: the README's gymnax quickstart, end to end (its compile included).
 
-"Before" puts ``import gymnax, distrax`` first, which is what these imports did before. The
-two ways alternate (``--pairs`` pairs, the order flipped every pair) so a drift in the
-machine's load falls on both. Printed: seconds from launch to exit, medians and ratios, and
+"Before" puts first what these imports loaded before: ``import gymnax`` for ``env`` and
+``snippet``, ``import gymnax, distrax`` for ``eval``. The two ways alternate (``--pairs``
+pairs, the order flipped every pair) so a drift in the machine's load falls on both. Printed: seconds from launch to exit, medians and ratios, and
 whether the snippet printed the same line both ways (the same game).
 
     uv run hm-bench import-start              # 3 pairs
@@ -41,7 +41,12 @@ from hackmatrix_train.search_evaluate import search_summary
 from hackmatrix_train.trainer import make_env
 make_env(load_policy(None).cfg)
 """
-BEFORE = "import gymnax, distrax  # noqa: F401\n"
+# what each program imported before gymnax_base and the lazy distrax
+BEFORE = {
+    "env": "import gymnax\n",
+    "eval": "import gymnax, distrax\n",
+    "snippet": "import gymnax\n",
+}
 
 
 def readme_snippet(readme: Path = ROOT / "README.md") -> str:
@@ -71,14 +76,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.pairs < 1:
         return fail("hm-bench import-start", "--pairs must be >= 1")
     snippet = readme_snippet()
-    ways = {"before": BEFORE, "after": ""}
+    ways = ("before", "after")
     times: dict[tuple[str, str], list[float]] = {}
     printed: dict[str, set[str]] = {way: set() for way in ways}
     for i in range(args.pairs):
         order = list(ways) if i % 2 == 0 else list(ways)[::-1]
         for what, code in (("env", ENV), ("eval", EVAL), ("snippet", snippet)):
             for way in order:
-                seconds, out = run_once(ways[way] + code)
+                seconds, out = run_once((BEFORE[what] if way == "before" else "") + code)
                 times.setdefault((what, way), []).append(seconds)
                 if what == "snippet":
                     printed[way].add(out)

@@ -45,7 +45,31 @@ def allowed_actions(disabled) -> np.ndarray:
     return allowed
 
 
-class DisabledActionsWrapper:
+class MapObservations:
+    """A wrapper mixin: every observation the env returns, ``info["final_observation"]``
+    included, goes through ``self.map_observation``; the rest of ``reset`` and ``step`` is the
+    env's (``self._env``). ``DisabledActionsWrapper`` and ``adapters.BoxObservationWrapper``."""
+
+    def map_observation(self, obs: Observation):
+        raise NotImplementedError
+
+    def reset(self, key: jax.Array, params: EnvParams | None = None) -> tuple[Any, Any]:
+        obs, state = self._env.reset(key, params)
+        return self.map_observation(obs), state
+
+    def step(
+        self,
+        key: jax.Array,
+        state: Any,
+        action: int | jax.Array,
+        params: EnvParams | None = None,
+    ) -> tuple[Any, Any, jax.Array, jax.Array, jax.Array, dict[str, Any]]:
+        obs, state, reward, terminated, truncated, info = self._env.step(key, state, action, params)
+        info = {**info, "final_observation": self.map_observation(info["final_observation"])}
+        return self.map_observation(obs), state, reward, terminated, truncated, info
+
+
+class DisabledActionsWrapper(MapObservations):
     """The env with some actions taken out of the agent's mask (``restrict_mask``).
 
     Every observation's ``action_mask`` (``info["final_observation"]``'s too) loses the
@@ -67,23 +91,8 @@ class DisabledActionsWrapper:
             raise AttributeError(name)
         return getattr(self._env, name)
 
-    def _narrow(self, obs: Observation) -> Observation:
+    def map_observation(self, obs: Observation) -> Observation:
         return obs._replace(action_mask=restrict_mask(obs.action_mask, jnp.asarray(self.allowed)))
 
-    def reset(self, key: jax.Array, params: EnvParams | None = None) -> tuple[Observation, Any]:
-        obs, state = self._env.reset(key, params)
-        return self._narrow(obs), state
-
-    def step(
-        self,
-        key: jax.Array,
-        state: Any,
-        action: int | jax.Array,
-        params: EnvParams | None = None,
-    ) -> tuple[Observation, Any, jax.Array, jax.Array, jax.Array, dict[str, Any]]:
-        obs, state, reward, terminated, truncated, info = self._env.step(key, state, action, params)
-        info = {**info, "final_observation": self._narrow(info["final_observation"])}
-        return self._narrow(obs), state, reward, terminated, truncated, info
-
     def get_obs(self, state: Any, params: EnvParams | None = None, key=None) -> Observation:
-        return self._narrow(self._env.get_obs(state, params))
+        return self.map_observation(self._env.get_obs(state, params))

@@ -51,6 +51,7 @@ from gymnax.wrappers.purerl import FlattenObservationWrapper, GymnaxWrapper, Log
 
 from hackmatrix_env.action_set import (  # noqa: F401 (re-exported: the action set's home)
     DisabledActionsWrapper,
+    MapObservations,
     allowed_actions,
     restrict_mask,
 )
@@ -86,27 +87,15 @@ class _StatelessWrapper(GymnaxWrapper):
         return self
 
 
-class BoxObservationWrapper(_StatelessWrapper):
+class BoxObservationWrapper(MapObservations, _StatelessWrapper):
     """gymnax 1.0 env whose observation is the ``float32[1573]`` vector (module docstring)."""
 
     def observation_space(self, params: EnvParams | None = None) -> spaces.Box:
         del params
         return spaces.Box(0.0, np.inf, (FLAT_WITH_MASK,), jnp.float32)
 
-    def reset(self, key: jax.Array, params: EnvParams | None = None) -> tuple[jax.Array, Any]:
-        obs, state = self._env.reset(key, params)
-        return flatten_with_mask(obs), state
-
-    def step(
-        self,
-        key: jax.Array,
-        state: Any,
-        action: int | jax.Array,
-        params: EnvParams | None = None,
-    ) -> tuple[jax.Array, Any, jax.Array, jax.Array, jax.Array, dict[str, Any]]:
-        obs, state, reward, terminated, truncated, info = self._env.step(key, state, action, params)
-        info = {**info, "final_observation": flatten_with_mask(info["final_observation"])}
-        return flatten_with_mask(obs), state, reward, terminated, truncated, info
+    def map_observation(self, obs: Observation) -> jax.Array:
+        return flatten_with_mask(obs)
 
 
 class LegacyStepWrapper(_StatelessWrapper):
