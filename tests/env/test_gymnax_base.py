@@ -79,6 +79,6 @@ def test_the_evaluation_modules_load_neither_gymnax_package_nor_distrax():
         from hackmatrix_train.search_evaluate import search_summary
         from hackmatrix_train.trainer import make_env
         env = make_env(load_policy(None).cfg)  # the shipped policy's: UNDO out of the mask
-        print(type(env).__name__, sorted(m for m in {HEAVY + ("distrax",)!r} if m in sys.modules))
+        print(type(env).__name__, sorted(m for m in {(*HEAVY, "distrax")!r} if m in sys.modules))
     """)
     assert out == "DisabledActionsWrapper []"

@@ -157,3 +157,8 @@ def test_search_rows_compiled_beside_the_greedy_one_are_search_summary(tmp_path)
     compiled = [i for i, s in enumerate(lines) if s.startswith("compiled the search evaluation")]
     assert len(beside) == 1 and beside[0] < greedy  # announced before the greedy compile
     assert len(compiled) == 1 and compiled[0] > greedy
+    # the estimates are those of two compiles that share the CPU
+    from hackmatrix_train.progress import COLD_COMPILE_S
+
+    assert f"about {COLD_COMPILE_S['search evaluation beside']} s" in lines[beside[0]]
+    assert f"about {COLD_COMPILE_S['evaluation beside a search']} s" in lines[greedy]

@@ -12,7 +12,7 @@ would, so:
   usual and finds these modules already loaded: one class object either way;
 - once gymnax is imported, or the module loaded, it is returned as it is.
 
-The measured gain (``hm-bench import``) is in specs/env-shell.md §1.
+The measured gain (``hm-bench import-start``) is in specs/env-shell.md §7.13.
 """
 
 from __future__ import annotations

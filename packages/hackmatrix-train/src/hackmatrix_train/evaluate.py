@@ -230,18 +230,19 @@ def chunk_length(max_steps: int, chunks: int = 10) -> int:
 
 def run_in_chunks(
     env, env_params, apply_fn, params, num_episodes: int, max_steps: int, greedy: bool, key,
-    report=progress.QUIET, what: str = "the evaluation",
+    report=progress.QUIET, what: str = "the evaluation", estimate: str = "evaluation",
 ) -> dict:  # fmt: skip
     """``make_evaluate(...)(params, key)``, played ``chunk_length`` steps per call.
 
     Between calls a progress bar (``report.bar``) advances by the episodes that ended, and the
     loop stops once every episode has ended: the remaining steps would change nothing (a
     finished episode's tally is frozen), so the result is ``make_evaluate``'s, sooner. The
-    compile comes first and ``report.compiling`` announces it.
+    compile comes first and ``report.compiling`` announces it, with the cold-compile figure
+    ``progress.COLD_COMPILE_S[estimate]``.
     """
     start, advance = evaluate_parts(env, env_params, apply_fn, num_episodes, max_steps, greedy)
     length = chunk_length(max_steps)
-    with report.compiling(what, progress.COLD_COMPILE_S["evaluation"]):
+    with report.compiling(what, progress.COLD_COMPILE_S[estimate]):
         k_run, carry = jax.jit(start)(params, key)
         keys = jax.random.split(k_run, max_steps)
         advance = jax.jit(advance).lower(params, carry, keys[:length]).compile()

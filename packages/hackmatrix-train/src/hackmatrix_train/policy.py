@@ -182,6 +182,7 @@ def evaluate_checkpoint(
     result = run_in_chunks(
         env, env_params, apply_fn, policy.params, episodes, max_steps, greedy,
         jax.random.key(seed), report, what=f"the evaluation ({episodes} {name} episodes)",
+        estimate="evaluation beside a search" if overlap and configs else "evaluation",
     )  # fmt: skip
     summary = summarize(jax.device_get(result), program_names)
     summary["policy"] = name
@@ -224,7 +225,7 @@ def compile_beside(env, env_params, policy, configs, episodes, seed, search_fn, 
                 episodes, seed, search_fn=search_fn)
         for c in configs
     ]  # fmt: skip
-    estimate = progress.COLD_COMPILE_S["search evaluation"]
+    estimate = progress.COLD_COMPILE_S["search evaluation beside"]
     for c in configs:
         report.say(f"compiling {search_what(c)} beside the evaluation: about {estimate} s the "
                    "first time, cached after...")  # fmt: skip

@@ -183,6 +183,10 @@ COLD_COMPILE_S = {
     "training": 40,  # trainer.Trainer.compile: rollout + update chunk (compile_cache.py: 36 s)
     "evaluation": 25,  # make_evaluate: reset + env step + network, scanned
     "search evaluation": 55,  # make_search_evaluate: the search's env steps dominate
+    # hm-eval --search: the two compiles share the CPU (policy.compile_beside; 256 episodes,
+    # search 8: 38.7 s and 68.5 s measured side by side on the idle 2-core box)
+    "evaluation beside a search": 40,
+    "search evaluation beside": 70,
     "search": 40,  # search.make_search (hm-play's hint, hm-watch --search)
     "recording": 20,  # episodes.Stepper: reset, policy and env step, one program each
 }
