@@ -3,7 +3,8 @@
 Starts from ``--init`` (default: the shipped agent), runs ``expert_iteration.train`` until
 ``--minutes`` have passed, gating each round on the greedy return of ``--gate-episodes``
 games from stage 1 drawn from ``--gate-seed`` (a key apart from the protocol's key 0, so the
-protocol's figures are not selected on), and writes the last anchor as a params export that
+protocol's figures are not selected on; ``--gate fresh``: new games at each decision, the
+anchor scored again on them), and writes the last anchor as a params export that
 ``hm-eval`` reads (``OUT/params.msgpack``), with ``OUT/history.json``.
 
     uv run python experiments/long_game.py --out OUT --minutes 25
@@ -58,6 +59,10 @@ def main() -> None:
     p.add_argument("--updates-per-round", type=int, default=15)
     p.add_argument("--reset-on-drop", action=argparse.BooleanOptionalAction, default=True,
                    help="a dropped candidate restarts from the anchor")  # fmt: skip
+    p.add_argument("--gate", choices=["fixed", "fresh"], default="fixed",
+                   help="fixed: every candidate on the same games; fresh: new games at each "
+                   "decision, the anchor scored again on them (rescore_anchor)")  # fmt: skip
+    p.add_argument("--margin", type=float, default=0.0, help="the gate's margin")
     p.add_argument("--gate-episodes", type=int, default=256)
     p.add_argument("--gate-seed", type=int, default=1000)
     p.add_argument("--seed", type=int, default=0)
@@ -69,6 +74,7 @@ def main() -> None:
         num_envs=args.num_envs, num_steps=args.num_steps, minibatch_size=args.minibatch_size,
         lr=args.lr, kl_coef=args.kl_coef, vf_coef=args.vf_coef,
         updates_per_round=args.updates_per_round, reset_on_drop=args.reset_on_drop,
+        margin=args.margin, rescore_anchor=args.gate == "fresh",
     )  # fmt: skip
     k = args.determinizations if args.mode == "honest" else None
     teacher = search_config(policy, num_simulations=args.simulations, mode=args.mode,
@@ -78,8 +84,10 @@ def main() -> None:
     gate_run = make_evaluate(env, env_params, policy.apply_fn, args.gate_episodes, steps, True)
     gate_key = jax.random.key(args.gate_seed)
 
-    def evaluate(params):
-        return float(np.asarray(gate_run(params, gate_key)["ret"]).mean())
+    def evaluate(params, decision=None):
+        # fresh: decision d's games come from the gate key folded with d
+        key = gate_key if decision is None else jax.random.fold_in(gate_key, decision)
+        return float(np.asarray(gate_run(params, key)["ret"]).mean())
 
     state = init_state(env, env_params, policy.params, xcfg, jax.random.key(args.seed))
     out = Path(args.out)

@@ -152,6 +152,33 @@ def test_train_replaces_the_anchor_when_the_fake_evaluator_says_better():
     assert int(last.params) == 2  # the dropped second round restarted from the new anchor
 
 
+def test_rescore_anchor_compares_both_on_each_decision_games():
+    """With ``rescore_anchor`` the evaluator gets the decision and scores the anchor again on
+    it: a candidate that only beat the anchor's lucky first score is refused, and one that
+    beats the anchor on the same fresh games is kept."""
+    xcfg = ExpertConfig(num_envs=1, num_steps=1, minibatch_size=1, updates_per_round=1,
+                        rescore_anchor=True)  # fmt: skip
+    # decision -> {params: score}; the anchor (0) scored 9 on decision 0's games only
+    table = {0: {0: 9.0}, 1: {0: 1.0, 1: 2.0}, 2: {1: 3.0, 2: 2.5}}
+    calls = []
+
+    def evaluate(params, decision):
+        calls.append((int(params), decision))
+        return table[decision][int(params)]
+
+    def update(state, anchor):
+        metrics = {k: jnp.float32(0) for k in ("anchor_kl", "policy_ce", "override_frac")}
+        return state._replace(params=state.params + 1), metrics
+
+    state = ExpertState(jnp.int32(0), None, None, None, None)
+    anchor, history, _, _ = train(update, state, evaluate, xcfg, rounds=2, log=lambda s: None)
+    # decision 1: the anchor scores 1 on its games, the candidate 2 > 1 (not > 9): kept
+    # decision 2: the new anchor (1) scores 3, the candidate (2) 2.5: dropped
+    assert calls == [(0, 0), (0, 1), (1, 1), (1, 2), (2, 2)]
+    assert int(anchor) == 1 and [h["accepted"] for h in history] == [True, True, False]
+    assert [h.get("anchor_score") for h in history[1:]] == [1.0, 3.0]
+
+
 MAX_STEPS = 24
 
 

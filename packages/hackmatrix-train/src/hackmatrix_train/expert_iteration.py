@@ -58,6 +58,11 @@ class ExpertConfig:
     # from where it was (long_game.md: trained on, four dropped candidates in a row drifted
     # further from the anchor, KL 0.003 -> 0.014, and scored lower round by round)
     reset_on_drop: bool = True
+    # each decision scores the anchor again beside the candidate, both with ``evaluate(params,
+    # decision)``: an evaluator that plays fresh games per decision then compares the two on
+    # the same fresh games, and the anchor's score carries no selection bias (with one fixed
+    # game set the anchor is the best of the candidates scored on it; long_game.md, run 3)
+    rescore_anchor: bool = False
 
     def __post_init__(self):
         batch = self.num_envs * self.num_steps
@@ -213,7 +218,9 @@ def train(
     state, candidate)``: ``state`` the learner's last (restarted from the anchor if the last
     round was dropped and ``reset_on_drop``), ``candidate`` the last round's params, kept or not.
 
-    The anchor starts as ``state.params``, scored by ``evaluate``. Runs ``rounds`` rounds, or
+    The anchor starts as ``state.params``, scored by ``evaluate(params)``, or with
+    ``xcfg.rescore_anchor`` by ``evaluate(params, decision)`` (0 for the start, then the
+    round), the anchor scored again at every decision. Runs ``rounds`` rounds, or
     until ``time_budget_s`` has passed (checked at a round's end), whichever comes first.
     ``history`` holds one dict per round: score, accepted, the round's mean metrics, seconds.
     """
@@ -221,7 +228,11 @@ def train(
         raise ValueError("give rounds or time_budget_s")
     t0 = time.perf_counter()
     anchor = state.params
-    best = float(evaluate(anchor))
+
+    def score_of(params, decision: int) -> float:
+        return float(evaluate(params, decision) if xcfg.rescore_anchor else evaluate(params))
+
+    best = score_of(anchor, 0)
     history = [{"round": 0, "score": best, "accepted": True, "seconds": 0.0}]
     log(f"round 0: anchor score {best:.4f}")
     r, candidate = 0, anchor
@@ -232,15 +243,19 @@ def train(
             state, m = update(state, anchor)
             sums = m if sums is None else jax.tree.map(jnp.add, sums, m)
         means = {k: float(v) / xcfg.updates_per_round for k, v in sums.items()}
-        score = float(evaluate(state.params))
+        if xcfg.rescore_anchor:  # the anchor on this decision's games
+            best = score_of(anchor, r)
+        score = score_of(state.params, r)
+        anchor_score = best
         anchor, best, accepted = gate(anchor, best, state.params, score, xcfg.margin)
         candidate = state.params
         if not accepted and xcfg.reset_on_drop:
             state = restart_from(state, anchor, xcfg)
         seconds = time.perf_counter() - t0
-        history.append(dict(round=r, score=score, accepted=accepted, seconds=seconds, **means))
+        history.append(dict(round=r, score=score, anchor_score=anchor_score, accepted=accepted,
+                            seconds=seconds, **means))  # fmt: skip
         log(f"round {r}: candidate {score:.4f} ({'kept' if accepted else 'dropped'}; anchor "
-            f"{best:.4f}) kl {means['anchor_kl']:.4f} ce {means['policy_ce']:.4f} "
+            f"{anchor_score:.4f}) kl {means['anchor_kl']:.4f} ce {means['policy_ce']:.4f} "
             f"override {means['override_frac']:.3f} {seconds:.0f}s")  # fmt: skip
         if time_budget_s is not None and seconds >= time_budget_s:
             break
