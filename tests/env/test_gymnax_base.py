@@ -39,6 +39,7 @@ def test_the_env_is_gymnax_own_environment_whichever_imports_first(gymnax_first)
         + "from hackmatrix_env import HackMatrix\n"
         + after
         + textwrap.dedent("""
+        import sys
         import jax
         import gymnax.environments.environment as base
         import gymnax.environments.spaces as spaces
@@ -47,7 +48,11 @@ def test_the_env_is_gymnax_own_environment_whichever_imports_first(gymnax_first)
         env = HackMatrix()
         assert gymnax_base.environment is base and gymnax_base.spaces is spaces
         assert isinstance(env, base.Environment) and isinstance(env.action_space(), spaces.Discrete)
-        assert gymnax.environments.environment is base  # the package's attribute, same module
+        # the package's attributes are the same modules (rejax reads
+        # gymnax.environments.spaces.Discrete; `import a.b as x` would not catch a missing one)
+        assert vars(gymnax.environments)["environment"] is base
+        assert vars(gymnax.environments)["spaces"] is spaces
+        assert not any("BindLoaded" in type(f).__name__ for f in sys.meta_path)  # one shot
         cart, _ = gymnax.make("CartPole-v1")  # gymnax's own environments still load
         assert isinstance(cart, base.Environment)
         wrapped = LogWrapper(env)
