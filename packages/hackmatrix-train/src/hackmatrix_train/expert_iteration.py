@@ -16,7 +16,9 @@ so the network's own generalisation errors become the next target and compound
    over each batch in minibatches of ``minibatch_size`` rows (``update.run_epochs`` with one
    epoch), not PPO's four epochs of small minibatches;
 4. **the gate** (``gate``): every ``updates_per_round`` updates the candidate is scored by an
-   evaluator passed in (``evaluate(params) -> float``, higher is better); it becomes the anchor
+   evaluator passed in (``evaluate(params) -> float``, higher is better; with
+   ``rescore_anchor`` ``evaluate(params, decision)``, the anchor scored again on each
+   decision's games); it becomes the anchor
    only when it beats the anchor's score by more than ``margin``; a dropped candidate
    restarts from the anchor (``reset_on_drop``), so no round trains on from a policy the gate
    refused. ``train`` returns the last anchor: never a policy the evaluator scored below the
@@ -211,7 +213,7 @@ def restart_from(state: ExpertState, anchor, xcfg: ExpertConfig) -> ExpertState:
 
 
 def train(
-    update, state: ExpertState, evaluate: Callable[[Any], float], xcfg: ExpertConfig,
+    update, state: ExpertState, evaluate: Callable[..., float], xcfg: ExpertConfig,
     rounds: int | None = None, time_budget_s: float | None = None, log=print,
 ) -> tuple[Any, list[dict], ExpertState, Any]:  # fmt: skip
     """Rounds of ``updates_per_round`` updates, each ended by the gate; ``(anchor, history,
