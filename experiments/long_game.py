@@ -24,7 +24,13 @@ from flax import serialization
 from hackmatrix_train import checkpoint as ckpt
 from hackmatrix_train.compile_cache import default_cache_dir, enable
 from hackmatrix_train.evaluate import make_evaluate
-from hackmatrix_train.expert_iteration import ExpertConfig, init_state, make_update, train
+from hackmatrix_train.expert_iteration import (
+    ExpertConfig,
+    fresh_games,
+    init_state,
+    make_update,
+    train,
+)
 from hackmatrix_train.policy import load_policy, search_config
 from hackmatrix_train.trainer import make_env
 
@@ -63,6 +69,8 @@ def main() -> None:
                    help="fixed: every candidate on the same games; fresh: new games at each "
                    "decision, the anchor scored again on them (rescore_anchor)")  # fmt: skip
     p.add_argument("--margin", type=float, default=0.0, help="the gate's margin")
+    p.add_argument("--fresh-games", action="store_true",
+                   help="the teacher's games restart from stage 1 every round")  # fmt: skip
     p.add_argument("--gate-episodes", type=int, default=256)
     p.add_argument("--gate-seed", type=int, default=1000)
     p.add_argument("--seed", type=int, default=0)
@@ -93,7 +101,8 @@ def main() -> None:
     out = Path(args.out)
     anchor, history, _, last = train(update, state, evaluate, xcfg, rounds=args.rounds,
                             time_budget_s=60 * args.minutes,
-                            log=lambda s: print(s, flush=True))  # fmt: skip
+                            log=lambda s: print(s, flush=True),
+                            new_games=fresh_games(env, env_params, xcfg) if args.fresh_games else None)  # fmt: skip
     settings = {
         "expert_iteration": vars(args),
         "teacher": teacher.__dict__ | {"disabled": list(teacher.disabled)},

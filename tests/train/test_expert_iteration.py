@@ -15,6 +15,7 @@ from hackmatrix_train.expert_iteration import (
     ExpertState,
     anchor_kl,
     distill_loss,
+    fresh_games,
     gate,
     init_state,
     make_update,
@@ -215,3 +216,31 @@ def test_a_tiny_run_does_not_lower_its_start_greedy_score(tiny):
     moved = jax.tree.map(lambda a, b: float(jnp.abs(a - b).max()), candidates[-1], tiny.params)
     assert max(jax.tree.leaves(moved)) > 0
     assert score(anchor) >= score(tiny.params)
+
+
+def test_fresh_games_restart_every_round_after_the_first(tiny):
+    """With ``new_games`` each round after the first starts from newly reset games (step 0,
+    stage 1), drawn from the learner's key, and params and optimizer pass through."""
+    env, env_params = make_env(tiny.cfg), tiny.env_params
+    xcfg = ExpertConfig(num_envs=2, num_steps=1, minibatch_size=1, updates_per_round=3)
+    state = init_state(env, env_params, tiny.params, xcfg, jax.random.key(0))
+    new_games = fresh_games(env, env_params, xcfg)
+    steps_seen = []
+
+    def update(state, anchor):  # one move of every game, through the env itself
+        steps_seen.append(np.asarray(state.env_state.time).tolist())
+        keys = jax.random.split(jax.random.fold_in(state.key, len(steps_seen)), xcfg.num_envs)
+        actions = jnp.argmax(state.obs.action_mask, -1)
+        obs, env_state, *_ = jax.vmap(env.step, in_axes=(0, 0, 0, None))(
+            keys, state.env_state, actions, env_params
+        )
+        metrics = {k: jnp.float32(0) for k in ("anchor_kl", "policy_ce", "override_frac")}
+        return state._replace(env_state=env_state, obs=obs), metrics
+
+    train(update, state, lambda p: 0.0, xcfg, rounds=2, log=lambda s: None,
+          new_games=new_games)  # fmt: skip
+    assert steps_seen == [[0, 0], [1, 1], [2, 2], [0, 0], [1, 1], [2, 2]]
+    again = new_games(state)
+    assert again.params is state.params and again.opt_state is state.opt_state
+    assert not np.array_equal(jax.random.key_data(again.key), jax.random.key_data(state.key))
+    assert int(jax.tree.leaves(again.env_state)[0].shape[0]) == xcfg.num_envs

@@ -149,6 +149,28 @@ def init_state(env, env_params, params, xcfg: ExpertConfig, key: jax.Array) -> E
     return ExpertState(params, make_optimizer(xcfg).init(params), env_state, obs, k_run)
 
 
+def fresh_games(env, env_params, xcfg: ExpertConfig):
+    """Jitted ``new_games(state) -> state`` with the teacher's games reset to stage 1 (keys
+    from ``state.key``); params and optimizer kept. Passed to ``train`` it starts every round's
+    games afresh, so the teacher's states stay in the early stages instead of spreading over
+    all eight (``long_game.md``: distilled on early-stage states the greedy player improved
+    three rounds running, on the later stages' it got worse every round)."""
+
+    @jax.jit
+    def reset(key):
+        k_env, k_run = jax.random.split(key)
+        obs, env_state = jax.vmap(env.reset, in_axes=(0, None))(
+            jax.random.split(k_env, xcfg.num_envs), env_params
+        )
+        return obs, env_state, k_run
+
+    def new_games(state: ExpertState) -> ExpertState:
+        obs, env_state, key = reset(state.key)
+        return state._replace(env_state=env_state, obs=obs, key=key)
+
+    return new_games
+
+
 def make_update(apply_fn, env, env_params, xcfg: ExpertConfig, search_cfg: SearchConfig,
                 actor=None, loss=None):  # fmt: skip
     """Jitted ``update(state, anchor) -> (state, metrics)``: the teacher plays, one pass of
@@ -215,6 +237,7 @@ def restart_from(state: ExpertState, anchor, xcfg: ExpertConfig) -> ExpertState:
 def train(
     update, state: ExpertState, evaluate: Callable[..., float], xcfg: ExpertConfig,
     rounds: int | None = None, time_budget_s: float | None = None, log=print,
+    new_games: Callable[[ExpertState], ExpertState] | None = None,
 ) -> tuple[Any, list[dict], ExpertState, Any]:  # fmt: skip
     """Rounds of ``updates_per_round`` updates, each ended by the gate; ``(anchor, history,
     state, candidate)``: ``state`` the learner's last (restarted from the anchor if the last
@@ -222,7 +245,8 @@ def train(
 
     The anchor starts as ``state.params``, scored by ``evaluate(params)``, or with
     ``xcfg.rescore_anchor`` by ``evaluate(params, decision)`` (0 for the start, then the
-    round), the anchor scored again at every decision. Runs ``rounds`` rounds, or
+    round), the anchor scored again at every decision. ``new_games`` (``fresh_games``'s),
+    when given, replaces the teacher's games before every round after the first. Runs ``rounds`` rounds, or
     until ``time_budget_s`` has passed (checked at a round's end), whichever comes first.
     ``history`` holds one dict per round: score, accepted, the round's mean metrics, seconds.
     """
@@ -240,6 +264,8 @@ def train(
     r, candidate = 0, anchor
     while rounds is None or r < rounds:
         r += 1
+        if new_games is not None and r > 1:
+            state = new_games(state)
         sums = None
         for _ in range(xcfg.updates_per_round):
             state, m = update(state, anchor)
