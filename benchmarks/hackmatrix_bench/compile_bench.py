@@ -23,7 +23,10 @@ Programs (``PROGRAMS``):
 * ``search``: ``search.make_search``, the default policy's search (8 simulations, honest)
   over a batch of 16 games;
 * ``evaluate``: ``evaluate.make_evaluate``, the greedy evaluation of 16 episodes;
-* ``search_evaluate``: ``search_evaluate.make_search_evaluate``, ``hm-eval --search 8``'s program.
+* ``search_evaluate``: ``search_evaluate.make_search_evaluate``, one search row of
+  ``hm-eval --search 8`` as one whole program (``evaluate_checkpoint``'s "beside" layout);
+* ``refill_step``: the game's step ``hm-eval --search``'s rows share (``RefillGames``, the
+  default "shared" layout), and ``search_moves``: a search row's moves on it.
 
 ``--phases`` adds the env step's parts, each ``jit(vmap(part))`` over the step's batch
 (``_phase_fns``): where the step's graph comes from. ``--json FILE`` writes the record
@@ -151,6 +154,42 @@ def build_search_evaluate(size: dict):
     return run, (params, jax.random.key(4))
 
 
+def _refill_games(size: dict):
+    """(the default recipe's parts, its search config, ``RefillGames`` of ``hm-eval``'s
+    episodes, the loop's carry as shapes)."""
+    from hackmatrix_train.search import search_config_from_train
+    from hackmatrix_train.search_evaluate import SEARCH_SLOTS, RefillGames
+
+    cfg, env, env_params, apply_fn, params = _policy(size)
+    search_cfg = search_config_from_train(cfg, num_simulations=8)
+    max_steps = int(env_params.max_steps_in_episode)
+    games = RefillGames(env, env_params, size["episodes"], max_steps, SEARCH_SLOTS,
+                        jax.random.key(4))  # fmt: skip
+    return (apply_fn, params), search_cfg, games
+
+
+def build_refill_step(size: dict):
+    """The game's step every row of ``hm-eval --search`` shares (``policy.play_shared``)."""
+    from hackmatrix_train.search_evaluate import search_memory
+
+    _, search_cfg, games = _refill_games(size)
+    start, step, _ = games.game(search_memory(search_cfg))
+    loop, fixed = jax.eval_shape(start, games.key)
+    action = jax.ShapeDtypeStruct(loop[2].shape, jnp.int32)
+    return jax.jit(step, donate_argnums=0), (loop, fixed, action)
+
+
+def build_search_moves(size: dict):
+    """A search row's moves in ``hm-eval --search`` (``refill_chooser`` of ``search_actor``)."""
+    from hackmatrix_train.search_evaluate import refill_chooser, search_actor
+
+    (apply_fn, params), search_cfg, games = _refill_games(size)
+    act, memory = search_actor(apply_fn, search_cfg)
+    start, _, actor_inputs = games.game(memory)
+    choose = jax.jit(refill_chooser(act, memory, actor_inputs))
+    return choose, (params, *jax.eval_shape(start, games.key))
+
+
 PROGRAMS: dict[str, Callable] = {
     "env_reset": build_env_reset,
     "env_step": build_env_step,
@@ -158,6 +197,8 @@ PROGRAMS: dict[str, Callable] = {
     "search": build_search,
     "evaluate": build_evaluate,
     "search_evaluate": build_search_evaluate,
+    "refill_step": build_refill_step,
+    "search_moves": build_search_moves,
 }
 
 

@@ -1,13 +1,15 @@
-"""``hm-bench eval-start``: a cold ``hm-eval --search`` from launch to its table, with the search
-evaluation compiled beside the greedy one (``policy.compile_beside``) and one after the other.
+"""``hm-bench eval-start``: a cold ``hm-eval --search`` from launch to its table, in two of
+``evaluate_checkpoint``'s layouts: ``shared`` (every row on one compiled game step,
+``policy.play_shared``), ``beside`` (whole programs, the search's compiled beside the greedy
+one, ``policy.compile_beside``) and ``sequential`` (whole programs one after the other).
 
 Each run is a fresh process with no compilation cache, so every compile is cold, as a new user's
 first run is. The two ways alternate (``--pairs`` pairs, the order flipped every pair) so a
 drift in the machine's load falls on both; the figures are the seconds from launch to the
 summary, and the ratio of the medians. The summaries must be equal (the same games).
 
-    uv run hm-bench eval-start                       # 2 pairs, 16 episodes, search 8
-    uv run hm-bench eval-start --pairs 3 --episodes 16 --search 8
+    uv run hm-bench eval-start                       # beside against shared, 2 pairs
+    uv run hm-bench eval-start --pairs 3 --episodes 16 --search 8 --layouts sequential shared
 """
 
 from __future__ import annotations
@@ -26,15 +28,15 @@ CHILD = """
 import json, sys
 from hackmatrix_train.policy import evaluate_checkpoint
 s = evaluate_checkpoint(None, {episodes}, seed=0, search=[{{"num_simulations": {search}}}],
-                        overlap={overlap})
+                        layout="{layout}")
 json.dump(s, sys.stdout)
 """
 TIMING = {"compile_seconds", "seconds", "seconds_per_decision"}
 
 
-def run_once(overlap: bool, episodes: int, search: int) -> tuple[float, dict]:
+def run_once(layout: str, episodes: int, search: int) -> tuple[float, dict]:
     """Seconds from launch to the summary of one cold evaluation, and the summary."""
-    code = CHILD.format(episodes=episodes, search=search, overlap=overlap)
+    code = CHILD.format(episodes=episodes, search=search, layout=layout)
     env = {**os.environ, "HACKMATRIX_JAX_CACHE": "off"}  # no cache: every compile is cold
     t0 = time.perf_counter()
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
@@ -56,22 +58,26 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--pairs", type=int, default=2, help="pairs of cold runs (default: 2)")
     p.add_argument("--episodes", type=int, default=16, help="episodes per row (default: 16)")
     p.add_argument("--search", type=int, default=8, help="simulations per move (default: 8)")
+    p.add_argument("--layouts", nargs=2, default=("beside", "shared"), metavar=("A", "B"),
+                   choices=("shared", "beside", "sequential"),
+                   help="the two layouts compared (default: beside shared)")  # fmt: skip
     args = p.parse_args(argv)
     if args.pairs < 1 or args.episodes < 1 or args.search < 1:
         return fail("hm-bench eval-start", "--pairs, --episodes and --search must be >= 1")
-    times: dict[bool, list[float]] = {True: [], False: []}
+    a, b = args.layouts
+    times: dict[str, list[float]] = {a: [], b: []}
     summaries = []
     for i in range(args.pairs):
-        for overlap in (False, True) if i % 2 == 0 else (True, False):
-            seconds, summary = run_once(overlap, args.episodes, args.search)
-            times[overlap].append(seconds)
+        for layout in (a, b) if i % 2 == 0 else (b, a):
+            seconds, summary = run_once(layout, args.episodes, args.search)
+            times[layout].append(seconds)
             summaries.append(strip_timing(summary))
-            way = "beside" if overlap else "one after the other"
-            print(f"pair {i + 1}: {way}: {seconds:.1f} s from launch to the summary", flush=True)
+            print(f"pair {i + 1}: {layout}: {seconds:.1f} s from launch to the summary",
+                  flush=True)  # fmt: skip
     same = all(s == summaries[0] for s in summaries)
-    before, after = statistics.median(times[False]), statistics.median(times[True])
-    print(f"median: one after the other {before:.1f} s, beside {after:.1f} s: "
-          f"x{before / after:.2f}; the same summaries: {same}")  # fmt: skip
+    before, after = statistics.median(times[a]), statistics.median(times[b])
+    print(f"median: {a} {before:.1f} s, {b} {after:.1f} s: x{before / after:.2f}; "
+          f"the same summaries: {same}")  # fmt: skip
     return 0 if same else 1
 
 

@@ -129,36 +129,45 @@ def test_in_background_runs_in_order_and_reraises():
         b.result(timeout=10)
 
 
-def test_search_rows_compiled_beside_the_greedy_one_are_search_summary(tmp_path):
-    """``hm-eval --search``'s rows, compiled on a thread while the greedy evaluation runs, are
-    the rows ``search_summary`` plays alone; the progress lines say what compiles when."""
-    from hackmatrix_env.constants import PROGRAM_NAMES
-    from hackmatrix_train.policy import evaluate_checkpoint, load_policy, search_config
-    from hackmatrix_train.search_evaluate import search_summary
-    from hackmatrix_train.trainer import make_env
+def test_search_rows_on_a_shared_step_are_the_whole_programs_rows(tmp_path):
+    """``hm-eval --search``'s layouts play the same games: every row on one shared game step
+    (``play_shared``, the default) gives the summary of whole programs compiled beside each
+    other (``compile_beside``); the progress lines say what compiles when."""
+    from hackmatrix_train.policy import evaluate_checkpoint
+    from hackmatrix_train.progress import COLD_COMPILE_S
     from train.tiny_policy import write_tiny_policy
 
     path = write_tiny_policy(tmp_path / "run", MAX_STEPS)
-    rows = [{"num_simulations": 2, "mode": "honest"}]
-    report, out = plain_reporter()
-    summary = evaluate_checkpoint(path, EPISODES, seed=3, search=rows, report=report)
-    policy = load_policy(path)
-    env = make_env(policy.cfg)
-    timing = {"compile_seconds", "seconds", "seconds_per_decision", "disabled_programs"}
-    for overrides, got in zip(rows, summary["search"], strict=True):
-        want = search_summary(env, policy.env_params, policy.apply_fn, policy.params,
-                              search_config(policy, **overrides), EPISODES, 3, PROGRAM_NAMES)  # fmt: skip
-        assert {k: v for k, v in got.items() if k not in timing} == {
-            k: v for k, v in want.items() if k not in timing
-        }
-    lines = out.getvalue().splitlines()
-    beside = [i for i, s in enumerate(lines) if s.endswith("cached after...") and "beside" in s]
-    greedy = next(i for i, s in enumerate(lines) if s.startswith("compiling the evaluation ("))
-    compiled = [i for i, s in enumerate(lines) if s.startswith("compiled the search evaluation")]
-    assert len(beside) == 1 and beside[0] < greedy  # announced before the greedy compile
-    assert len(compiled) == 1 and compiled[0] > greedy
-    # the estimates are those of two compiles that share the CPU
-    from hackmatrix_train.progress import COLD_COMPILE_S
+    # two rows with different memories: the honest one follows the cryptog belief
+    rows = [{"num_simulations": 2, "mode": "honest", "track_cryptogs": True},
+            {"num_simulations": 2, "mode": "oracle"}]  # fmt: skip
+    timing = {"compile_seconds", "seconds", "seconds_per_decision"}
+    summaries, texts = {}, {}
+    for layout in ("shared", "beside"):
+        report, out = plain_reporter()
+        s = evaluate_checkpoint(path, EPISODES, seed=3, search=rows, report=report, layout=layout)
+        s["search"] = [{k: v for k, v in r.items() if k not in timing} for r in s["search"]]
+        summaries[layout], texts[layout] = s, out.getvalue().splitlines()
+    assert summaries["shared"] == summaries["beside"]
+    assert [r["search"]["track_cryptogs"] for r in summaries["shared"]["search"]] == [True, False]
+    for layout, (moves, greedy_s) in {
+        "shared": ("search moves beside", "evaluation sharing its step"),
+        "beside": ("search evaluation beside", "evaluation beside a search"),
+    }.items():
+        lines = texts[layout]
+        beside = [i for i, s in enumerate(lines) if s.endswith("cached after...") and "beside" in s]
+        greedy = next(i for i, s in enumerate(lines) if s.startswith("compiling the evaluation ("))
+        done = [i for i, s in enumerate(lines) if s.startswith("compiled the search evaluation")]
+        assert len(beside) == 2 and max(beside) < greedy  # announced before the greedy compile
+        assert len(done) == 2 and min(done) > greedy
+        assert all(f"about {COLD_COMPILE_S[moves]} s" in lines[i] for i in beside)
+        assert f"about {COLD_COMPILE_S[greedy_s]} s" in lines[greedy]
+    # the oracle row's memory differs from the honest row's: its step compiles in its turn
+    assert sum(s.startswith("compiling the game's step for") for s in texts["shared"]) == 1
 
-    assert f"about {COLD_COMPILE_S['search evaluation beside']} s" in lines[beside[0]]
-    assert f"about {COLD_COMPILE_S['evaluation beside a search']} s" in lines[greedy]
+
+def test_an_unknown_layout_is_refused_before_anything_loads():
+    from hackmatrix_train.policy import evaluate_checkpoint
+
+    with pytest.raises(ValueError, match="layout must be shared, beside or sequential"):
+        evaluate_checkpoint("no/such/policy", 1, search=[{}], layout="parallel")

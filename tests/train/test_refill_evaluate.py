@@ -84,3 +84,40 @@ def test_actor_memory_follows_each_episode(policy):
     broken = make_refill_evaluate(env, params_env, act, EPISODES, MAX_STEPS, 2, miscount)
     bad = jax.device_get(broken(params, jax.random.key(7)))
     assert not np.array_equal(np.asarray(bad["actions"]), np.asarray(want["actions"]))
+
+
+def test_split_refill_plays_make_refill_evaluates_episodes_on_one_shared_step(policy):
+    """``RefillGames``: each actor's moves compiled apart, the game's step compiled once and
+    shared; played move by move from the host, every per-episode array is the one-program
+    refill's, for an actor with memory and one without."""
+    from hackmatrix_train.search_evaluate import RefillGames
+
+    env, params_env, net, params = policy
+    greedy = _greedy(net)
+
+    def act(params, state, obs, key, steps):  # greedy only while its memory counts right
+        logits, _ = net.apply(params, obs)
+        worst = jnp.argmin(jnp.where(obs.action_mask, logits, jnp.inf), axis=-1)
+        return jnp.where(steps == state.time, greedy(params, state, obs, key), worst)
+
+    memory = (lambda s: jnp.zeros_like(s.time), lambda m, s, a, s2: m + 1)
+    games = RefillGames(env, params_env, EPISODES, MAX_STEPS, 2, jax.random.key(7))
+    assert not games.has_step(memory)
+    with_memory = games.split(act, memory, params)
+    assert games.has_step(memory) and with_memory.seconds > 0
+    plain = games.split(lambda p, s, o, k, m: greedy(p, s, o, k), memory, params)
+    assert plain.step is with_memory.step  # one compiled step for both actors
+    want = jax.device_get(
+        make_refill_evaluate(env, params_env, greedy, EPISODES, MAX_STEPS, 2)(
+            params, jax.random.key(7)
+        )
+    )
+    for split in (with_memory, plain):
+        got = jax.device_get(split.play(params, EPISODES, MAX_STEPS, iterations=3))
+        assert set(got) == set(want)
+        for name in want:
+            np.testing.assert_array_equal(np.asarray(got[name]), np.asarray(want[name]), name)
+    # the check has teeth: the memory actor with a memory that miscounts plays other moves
+    miscount = (lambda s: jnp.zeros_like(s.time), lambda m, s, a, s2: m + 2)
+    bad = jax.device_get(games.split(act, miscount, params).play(params, EPISODES, MAX_STEPS))
+    assert not np.array_equal(np.asarray(bad["actions"]), np.asarray(want["actions"]))

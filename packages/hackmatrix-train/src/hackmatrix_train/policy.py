@@ -125,7 +125,7 @@ def search_config(policy: Policy, **overrides):
 def evaluate_checkpoint(
     path=None, episodes=100, greedy=True, seed=0, start_stage=1, max_steps=None, random=False,
     env=None, env_params=None, wrap_network=None, search=(), search_fn=None, report=None,
-    overlap=True,
+    layout="shared",
 ) -> dict:  # fmt: skip
     """``hm-eval``: the summary of ``episodes`` episodes of a saved policy (``None``: the shipped
     agent), or of the random masked policy, from ``start_stage``.
@@ -134,14 +134,19 @@ def evaluate_checkpoint(
     ``search_fn``: the search those rows play (``search.run_search``'s signature; None: itself).
     ``wrap_network``, ``env``, ``env_params``: as ``load_policy``'s. ``report``
     (``progress.Reporter``; None: silent) hears of each compile and sees the episodes' progress.
-    ``overlap``: compile the search rows beside the greedy evaluation (``compile_beside``;
-    False: each when its turn comes, ``hm-bench eval-start``'s baseline). Same summary either way.
+    ``layout``: how the programs of a run with search rows compile, the same summary each way
+    (``hm-bench eval-start`` compares them): ``"shared"``, every row on one compiled game step,
+    each row's moves compiled apart, the search rows' beside the greedy row (``play_shared``);
+    ``"beside"``, each row one whole program, the search rows' compiled beside the greedy
+    evaluation (``compile_beside``); ``"sequential"``, each whole program when its turn comes.
     """
     from hackmatrix_train import progress
 
     report = progress.QUIET if report is None else report
     if episodes < 1:
         raise ValueError("--episodes must be >= 1")
+    if layout not in ("shared", "beside", "sequential"):
+        raise ValueError(f"layout must be shared, beside or sequential, got {layout!r}")
     if random and not greedy:  # the same refusal as hm-watch's
         raise ValueError("--sampled chooses the checkpoint's actions; --random has none")
     check_env_args(start_stage, max_steps)
@@ -176,14 +181,20 @@ def evaluate_checkpoint(
     max_steps = int(env_params.max_steps_in_episode)
     configs = [search_config(policy, **overrides) for overrides in search]
     compiled = [None] * len(configs)
-    if overlap:
-        compiled = compile_beside(env, env_params, policy, configs, episodes, seed, search_fn,
-                                  report)  # fmt: skip
-    result = run_in_chunks(
-        env, env_params, apply_fn, policy.params, episodes, max_steps, greedy,
-        jax.random.key(seed), report, what=f"the evaluation ({episodes} {name} episodes)",
-        estimate="evaluation beside a search" if overlap and configs else "evaluation",
-    )  # fmt: skip
+    what = f"the evaluation ({episodes} {name} episodes)"
+    if configs and layout == "shared":  # search rows imply the greedy network (hm-eval)
+        result, compiled = play_shared(env, env_params, policy, configs, episodes, seed,
+                                       search_fn, report, what)  # fmt: skip
+    else:
+        if configs and layout == "beside":
+            compiled = compile_beside(env, env_params, policy, configs, episodes, seed,
+                                      search_fn, report)  # fmt: skip
+        result = run_in_chunks(
+            env, env_params, apply_fn, policy.params, episodes, max_steps, greedy,
+            jax.random.key(seed), report, what=what,
+            estimate="evaluation beside a search" if layout == "beside" and configs
+            else "evaluation",
+        )  # fmt: skip
     summary = summarize(jax.device_get(result), program_names)
     summary["policy"] = name
     summary["checkpoint"] = policy.meta["path"]
@@ -198,16 +209,77 @@ def evaluate_checkpoint(
             row = search_summary(
                 env, env_params, policy.apply_fn, policy.params, search_cfg, episodes, seed,
                 program_names, search_fn=search_fn, report=report,
-                compiled=future and wait_for(future, search_cfg, report),
+                compiled=future and future.result(),
             )  # fmt: skip
             row["disabled_programs"] = disabled
             summary["search"].append(row)
     return summary
 
 
+def play_shared(env, env_params, policy, configs, episodes, seed, search_fn, report, what):
+    """``(the greedy row's per-episode arrays, a Future of each search row's SplitRefill)``:
+    every row played on one compiled game step (``search_evaluate.RefillGames``).
+
+    A search evaluation's program holds the real game's step beside the search, so compiled as
+    whole programs, ``hm-eval --search`` compiles the game twice (specs/train.md). Here the
+    search rows' moves compile on a thread (``in_background``) while the game's step and the
+    greedy moves compile and the greedy row plays; each search row then plays on the same step.
+    The greedy row is ``make_evaluate``'s (its moves do not depend on the slots).
+    """
+    from functools import partial
+
+    import jax
+
+    from hackmatrix_train import progress
+    from hackmatrix_train.search_evaluate import (
+        SEARCH_SLOTS,
+        RefillGames,
+        greedy_actor,
+        in_background,
+        search_actor,
+        search_what,
+    )
+
+    max_steps = int(env_params.max_steps_in_episode)
+    games = RefillGames(env, env_params, episodes, max_steps, SEARCH_SLOTS, jax.random.key(seed))
+    actors = [search_actor(policy.apply_fn, c, search_fn) for c in configs]
+    jobs = [partial(games.compile_chooser, act, mem, policy.params) for act, mem in actors]
+    estimate = progress.COLD_COMPILE_S["search moves beside"]
+    for c in configs:
+        report.say(f"compiling {search_what(c)}'s moves beside the evaluation: about {estimate} "
+                   "s the first time, cached after...")  # fmt: skip
+    futures = in_background(jobs)
+    memory = actors[0][1]  # the greedy row ignores the memory; its step is the first row's
+    with report.compiling(what, progress.COLD_COMPILE_S["evaluation sharing its step"]):
+        split = games.split(greedy_actor(policy.apply_fn), memory, policy.params)
+    result = split.play(policy.params, episodes, max_steps, report)
+
+    def row(i):  # the search row's SplitRefill once its moves are compiled
+        (act, mem), c = actors[i], configs[i]
+        chooser = wait_for(futures[i], c, report)
+        if games.has_step(mem):
+            return games.split(act, mem, policy.params, chooser)
+        with report.compiling(f"the game's step for {search_what(c)}",
+                              progress.COLD_COMPILE_S["evaluation"]):  # fmt: skip
+            return games.split(act, mem, policy.params, chooser)
+
+    return result, [_Lazy(partial(row, i)) for i in range(len(configs))]
+
+
+class _Lazy:
+    """A value computed at its first ``result()`` (a search row's program, in its turn)."""
+
+    def __init__(self, make):
+        self.make = make
+
+    def result(self):
+        return self.make()
+
+
 def compile_beside(env, env_params, policy, configs, episodes, seed, search_fn, report) -> list:
     """The search evaluations' programs (``compile_search_evaluation``), compiled on a thread
-    (``in_background``) while the greedy evaluation compiles and plays: a ``Future`` each.
+    (``in_background``) while the greedy evaluation compiles and plays: for each, a value whose
+    ``result()`` waits for it (``wait_for``).
 
     A cold ``hm-eval --search 8`` spends a minute compiling the two programs one after the other;
     side by side their compiles overlap (specs/train.md gives the measured gain)."""
@@ -229,11 +301,15 @@ def compile_beside(env, env_params, policy, configs, episodes, seed, search_fn, 
     for c in configs:
         report.say(f"compiling {search_what(c)} beside the evaluation: about {estimate} s the "
                    "first time, cached after...")  # fmt: skip
-    return in_background(jobs)
+    return [
+        _Lazy(partial(wait_for, f, c, report))
+        for f, c in zip(in_background(jobs), configs, strict=True)
+    ]
 
 
 def wait_for(future, search_cfg, report):
-    """A search evaluation compiled beside the greedy one (``compile_beside``), once ready."""
+    """A search row's program compiled beside the greedy evaluation (``compile_beside``,
+    ``play_shared``), once ready."""
     from hackmatrix_train.search_evaluate import search_what
 
     what = search_what(search_cfg)

@@ -187,6 +187,10 @@ COLD_COMPILE_S = {
     # search 8: 38.7 s and 68.5 s measured side by side on the idle 2-core box)
     "evaluation beside a search": 40,
     "search evaluation beside": 70,
+    # hm-eval --search's rows on one shared game step (policy.play_shared, the default; 16
+    # episodes, search 8: 37.4 s and 58.2 s side by side on the idle 2-core box)
+    "evaluation sharing its step": 40,
+    "search moves beside": 60,
     "search": 40,  # search.make_search (hm-play's hint, hm-watch --search)
     "recording": 20,  # episodes.Stepper: reset, policy and env step, one program each
 }

@@ -9,6 +9,7 @@ per-episode arrays and their summary are ``evaluate``'s (``tally_step``, ``summa
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from concurrent.futures import Future
@@ -21,74 +22,125 @@ import numpy as np
 from hackmatrix_train import progress
 from hackmatrix_train.evaluate import start_episodes, summarize, tally_step
 
+SEARCH_SLOTS = 128  # games a search evaluation plays at once (a slot takes the next as one ends)
+
+
+def _with_memory(act, memory):
+    """``((start_mem, update), choose)``: a memoryless actor gets a placeholder memory that
+    nothing reads, and ``choose(params, state, obs, key, memory)`` ignores it."""
+    if memory is not None:
+        return memory, act
+    placeholder = (lambda s: jnp.zeros(s.time.shape, bool)), (lambda m, *_: m)
+    return placeholder, (lambda p, s, o, k, m: act(p, s, o, k))
+
+
+def refill_game(env, env_params, num_episodes: int, max_steps: int, slots: int, memory=None):
+    """The refill loop's game side, apart from how its moves are chosen: ``(start, step,
+    actor_inputs)``.
+
+    ``start(key) -> (loop, fixed)`` resets the episodes: ``loop`` (8 entries) changes from
+    move to move, ``loop[ACC]`` holds the per-episode arrays and ``loop[0]`` counts the
+    iterations; ``fixed`` holds the step keys and every episode's first observation and state.
+    ``step(loop, fixed, action) -> loop`` plays ``action`` (int32[slots]) in every slot,
+    tallies it, follows the memory and refills each slot whose episode ended.
+    ``actor_inputs(loop, fixed) -> (state, obs, key, memory)`` is what the actor sees at the
+    loop's iteration. ``memory`` is ``(start, update)`` or None (a placeholder).
+
+    The step does not depend on the actor: ``hm-eval`` plays its greedy row and its search rows
+    through one compiled ``step`` (``SplitRefill``), so the real game compiles once.
+    """
+    from hackmatrix_train.search import select_rows
+
+    step_fn = jax.vmap(env.step, in_axes=(0, 0, 0, None))
+    n, w = num_episodes, min(slots, num_episodes)
+    (start_mem, update), _ = _with_memory(None, memory)
+    take = lambda tree, rows: jax.tree.map(lambda x: x[rows], tree)  # noqa: E731
+
+    def start(key):
+        k_run, obs_all, state_all, acc = start_episodes(env, env_params, key, n)
+        keys = jax.random.split(k_run, max_steps)
+        first = jnp.arange(w)
+        loop = (
+            jnp.int32(0), jnp.int32(w), first, jnp.zeros(w, jnp.int32),
+            take(obs_all, first), take(state_all, first), acc, start_mem(take(state_all, first)),
+        )  # fmt: skip
+        return loop, (keys, obs_all, state_all)
+
+    def actor_inputs(loop, fixed):
+        k, obs, state, mem, keys = loop[0], loop[4], loop[5], loop[7], fixed[0]
+        return state, obs, jax.random.split(keys[jnp.minimum(k, max_steps - 1)])[0], mem
+
+    def step(loop, fixed, action):
+        k, next_ep, ep, t, _, state, acc, mem = loop
+        keys, obs_all, state_all = fixed
+        active = acc["alive"][ep]  # bool[w]: the slot's episode is still running
+        env_key = jax.vmap(lambda tt, i: jax.random.split(jax.random.split(keys[tt])[1], n)[i])(
+            jnp.minimum(t, max_steps - 1), ep
+        )
+        new_obs, new_state, reward, term, trunc, info = step_fn(env_key, state, action, env_params)
+        mem = update(mem, state, action, new_state)
+        rows = take(acc, ep)
+        rows = tally_step(rows, state, action, reward, term, trunc, info)
+        rows["alive"] = rows["alive"] & active  # an idle slot's episode stays as it is
+        kept = select_rows(active, rows, take(acc, ep))
+        acc = jax.tree.map(lambda a, r: a.at[ep].set(r), acc, kept)
+        # an ended episode's slot takes the next episode (an idle slot keeps its last one)
+        ended = active & (term | trunc)
+        order = jnp.cumsum(ended) - 1
+        fresh = next_ep + order
+        refill = ended & (fresh < n)
+        ep = jnp.where(refill, fresh, ep)
+        t = jnp.where(refill, 0, t + 1)
+        new_obs = select_rows(refill, take(obs_all, ep), new_obs)
+        new_state = select_rows(refill, take(state_all, ep), new_state)
+        mem = select_rows(refill, start_mem(new_state), mem)
+        next_ep = next_ep + jnp.sum(refill, dtype=jnp.int32)
+        return k + 1, next_ep, ep, t, new_obs, new_state, acc, mem
+
+    return start, step, actor_inputs
+
+
+def refill_chooser(act, memory, actor_inputs):
+    """``choose(params, loop, fixed) -> int32[slots]``: ``act``'s moves at the loop's iteration
+    (``refill_game``'s ``actor_inputs``), the memory passed when the actor has one."""
+    _, act5 = _with_memory(act, memory)
+
+    def choose(params, loop, fixed):
+        state, obs, key, mem = actor_inputs(loop, fixed)
+        return act5(params, state, obs, key, mem)
+
+    return choose
+
 
 def refill_parts(env, env_params, act, num_episodes: int, max_steps: int, slots: int, memory=None):
     """``make_refill_evaluate``'s program in two parts, for a host loop that shows progress.
 
     ``start(params, key) -> carry`` resets the episodes; ``advance(params, carry, k_end) ->
     carry`` runs the loop on until iteration ``k_end`` or until every episode has ended. The
-    per-episode arrays are ``carry[ACC]``; ``carry[0]`` counts the iterations so far.
+    per-episode arrays are ``carry[ACC]``; ``carry[0]`` counts the iterations so far. One
+    iteration is ``refill_game``'s step after ``refill_chooser``'s moves.
     """
-    from hackmatrix_train.search import select_rows
-
-    step_fn = jax.vmap(env.step, in_axes=(0, 0, 0, None))
-    n, w = num_episodes, min(slots, num_episodes)
-    if memory is None:  # a memoryless actor: a placeholder memory that nothing reads
-        start_mem, update = (lambda s: jnp.zeros(s.time.shape, bool)), (lambda m, *_: m)
-        choose = lambda p, s, o, k, m: act(p, s, o, k)  # noqa: E731
-    else:
-        (start_mem, update), choose = memory, act
-    take = lambda tree, rows: jax.tree.map(lambda x: x[rows], tree)  # noqa: E731
+    start_game, step, actor_inputs = refill_game(
+        env, env_params, num_episodes, max_steps, slots, memory
+    )
+    choose = refill_chooser(act, memory, actor_inputs)
 
     def start(params, key):
         del params
-        k_run, obs_all, state_all, acc = start_episodes(env, env_params, key, n)
-        keys = jax.random.split(k_run, max_steps)
-        first = jnp.arange(w)
-        return (
-            jnp.int32(0), jnp.int32(w), first, jnp.zeros(w, jnp.int32),
-            take(obs_all, first), take(state_all, first), acc, start_mem(take(state_all, first)),
-            keys, obs_all, state_all,
-        )  # fmt: skip
+        loop, fixed = start_game(key)
+        return (*loop, *fixed)
 
     def advance(params, carry, k_end):
-        keys, obs_all, state_all = carry[8:]
+        fixed = carry[8:]
 
-        def cond(c):
-            k, acc = c[0], c[6]
+        def cond(loop):
+            k, acc = loop[0], loop[ACC]
             return (k < k_end) & jnp.any(acc["alive"])
 
-        def body(c):
-            k, next_ep, ep, t, obs, state, acc, mem = c
-            active = acc["alive"][ep]  # bool[w]: the slot's episode is still running
-            k_pol = jax.random.split(keys[jnp.minimum(k, max_steps - 1)])[0]
-            action = choose(params, state, obs, k_pol, mem)
-            env_key = jax.vmap(lambda tt, i: jax.random.split(jax.random.split(keys[tt])[1], n)[i])(
-                jnp.minimum(t, max_steps - 1), ep
-            )
-            new_obs, new_state, reward, term, trunc, info = step_fn(
-                env_key, state, action, env_params
-            )
-            mem = update(mem, state, action, new_state)
-            rows = take(acc, ep)
-            rows = tally_step(rows, state, action, reward, term, trunc, info)
-            rows["alive"] = rows["alive"] & active  # an idle slot's episode stays as it is
-            kept = select_rows(active, rows, take(acc, ep))
-            acc = jax.tree.map(lambda a, r: a.at[ep].set(r), acc, kept)
-            # an ended episode's slot takes the next episode (an idle slot keeps its last one)
-            ended = active & (term | trunc)
-            order = jnp.cumsum(ended) - 1
-            fresh = next_ep + order
-            refill = ended & (fresh < n)
-            ep = jnp.where(refill, fresh, ep)
-            t = jnp.where(refill, 0, t + 1)
-            new_obs = select_rows(refill, take(obs_all, ep), new_obs)
-            new_state = select_rows(refill, take(state_all, ep), new_state)
-            mem = select_rows(refill, start_mem(new_state), mem)
-            next_ep = next_ep + jnp.sum(refill, dtype=jnp.int32)
-            return k + 1, next_ep, ep, t, new_obs, new_state, acc, mem
+        def body(loop):
+            return step(loop, fixed, choose(params, loop, fixed))
 
-        return (*jax.lax.while_loop(cond, body, carry[:8]), keys, obs_all, state_all)
+        return (*jax.lax.while_loop(cond, body, carry[:8]), *fixed)
 
     return start, advance
 
@@ -131,6 +183,9 @@ class CompiledRefill(NamedTuple):
     advance: object
     seconds: float
 
+    def play(self, params, num_episodes: int, max_steps: int, report=progress.QUIET) -> dict:
+        return play_refill(self, params, num_episodes, max_steps, report)
+
 
 def compile_refill(parts, params, key) -> CompiledRefill:
     """``refill_parts``' ``start`` run and ``advance`` compiled, ready for ``play_refill``."""
@@ -160,6 +215,104 @@ def play_refill(
             if alive == 0 or int(carry[0]) >= limit:
                 break
     return carry[ACC]
+
+
+class SplitRefill(NamedTuple):
+    """The refill loop as compiled programs the host alternates: the actor's ``choose``
+    (``refill_chooser``) and the game's ``step`` (``refill_game``), with the game's ``start``
+    and its key, and the seconds compiling took. ``play`` returns ``make_refill_evaluate``'s
+    arrays."""
+
+    start: object
+    key: jax.Array
+    step: object
+    choose: object
+    seconds: float
+
+    def play(self, params, num_episodes: int, max_steps: int, report=progress.QUIET,
+             iterations: int = 8) -> dict:  # fmt: skip
+        """The per-episode arrays, one move per pair of calls; every ``iterations`` moves the
+        host reads how many episodes are alive (the bar, and the stop). Moves after the last
+        episode ended change no episode's arrays (an idle slot's arrays stay as they are)."""
+        (loop, fixed), limit, ended = self.start(self.key), num_episodes * max_steps, 0
+        with report.bar(num_episodes, "episodes") as bar:
+            for k in range(limit):
+                loop = self.step(loop, fixed, self.choose(params, loop, fixed))
+                if (k + 1) % iterations and k + 1 < limit:
+                    continue
+                alive = int(loop[ACC]["alive"].sum())
+                bar.update(num_episodes - alive - ended)
+                ended = num_episodes - alive
+                if alive == 0:
+                    break
+        return loop[ACC]
+
+
+class RefillGames:
+    """One set of refill episodes (``refill_game``), its ``step`` compiled once per memory and
+    shared by every actor that plays them.
+
+    ``hm-eval --search`` plays its greedy row and each search row on the same episodes and
+    slots; with one shared ``step`` the real game compiles once instead of once per row, and
+    each actor compiles only its own ``choose``. The choosers may compile on another thread
+    (``compile_chooser``) while ``compiled_step`` runs here. The step takes its moving part
+    as a donated buffer (updated in place, as in a loop), so each play starts a fresh one.
+    """
+
+    def __init__(self, env, env_params, num_episodes: int, max_steps: int, slots: int, key):
+        self.args = (env, env_params, num_episodes, max_steps, slots)
+        self.key = key
+        self._games, self._steps = {}, {}
+        self._lock = threading.Lock()
+
+    def game(self, memory):
+        """``refill_game``'s ``(start, step, actor_inputs)`` for ``memory`` (one per memory)."""
+        with self._lock:
+            if id(memory) not in self._games:
+                self._games[id(memory)] = (memory, refill_game(*self.args, memory))
+            return self._games[id(memory)][1]
+
+    def compiled_step(self, memory) -> tuple[object, object, float]:
+        """``(compiled start, compiled step, seconds)`` for ``memory``: compiled at its first
+        call, reused after (the seconds are this call's: 0 once compiled)."""
+        if id(memory) in self._steps:
+            return (*self._steps[id(memory)], 0.0)
+        start_fn, step_fn, _ = self.game(memory)
+        t0 = time.perf_counter()
+        start = jax.jit(start_fn).lower(self.key).compile()
+        loop, fixed = jax.eval_shape(start_fn, self.key)
+        action = jax.ShapeDtypeStruct(loop[2].shape, jnp.int32)
+        step = jax.jit(step_fn, donate_argnums=0).lower(loop, fixed, action).compile()
+        self._steps[id(memory)] = (start, step)
+        return start, step, time.perf_counter() - t0
+
+    def has_step(self, memory) -> bool:
+        """Whether ``compiled_step(memory)`` is compiled already."""
+        return id(memory) in self._steps
+
+    def compile_chooser(self, act, memory, params) -> Chooser:
+        """The actor ``act``'s compiled ``choose`` (``refill_chooser``); needs only the carry's
+        shapes, so it can run before or beside ``compiled_step``."""
+        start, _, actor_inputs = self.game(memory)
+        t0 = time.perf_counter()
+        loop, fixed = jax.eval_shape(start, self.key)
+        choose = jax.jit(refill_chooser(act, memory, actor_inputs))
+        return Chooser(choose.lower(params, loop, fixed).compile(), time.perf_counter() - t0)
+
+    def split(self, act, memory, params, chooser: Chooser | None = None) -> SplitRefill:
+        """``act``'s ``SplitRefill`` on these episodes; ``chooser``: its ``compile_chooser``,
+        done beforehand (None: compiled here). Its seconds: the chooser's and, when this call
+        compiled the step, the step's."""
+        chooser = chooser or self.compile_chooser(act, memory, params)
+        start, step, step_s = self.compiled_step(memory)
+        return SplitRefill(start, self.key, step, chooser.choose, chooser.seconds + step_s)
+
+
+class Chooser(NamedTuple):
+    """An actor's compiled ``choose`` (``RefillGames.compile_chooser``) and its compile seconds."""
+
+    choose: object
+    seconds: float
 
 
 def refill_in_chunks(
@@ -205,16 +358,39 @@ def search_actor(apply_fn, search_cfg, search_fn=None):
         del obs
         return search_fn(apply_fn, search_cfg, params, key, state, belief).action
 
-    memory = None  # the honest search may follow the player's cryptog belief as its memory
-    if search_cfg.mode == "honest" and search_cfg.track_cryptogs:
-        from hackmatrix_env.hidden import initial_cryptog_belief, track_cryptogs
+    return act, search_memory(search_cfg)
 
-        memory = (jax.vmap(initial_cryptog_belief), jax.vmap(track_cryptogs))
-    return act, memory
+
+@functools.cache
+def _cryptog_memory():
+    from hackmatrix_env.hidden import initial_cryptog_belief, track_cryptogs
+
+    return jax.vmap(initial_cryptog_belief), jax.vmap(track_cryptogs)
+
+
+def search_memory(search_cfg):
+    """The search actor's memory for ``refill_game``: the player's cryptog belief when the
+    honest search follows it, else None. One object per kind, so every search row with the
+    same memory shares one ``RefillGames`` step."""
+    if search_cfg.mode == "honest" and search_cfg.track_cryptogs:
+        return _cryptog_memory()
+    return None
+
+
+def greedy_actor(apply_fn):
+    """``act(params, state, obs, key, memory=None)``: the network's greedy move (``network.greedy_action``,
+    the move ``evaluate.make_evaluate``'s greedy policy plays), for ``refill_game``."""
+    from hackmatrix_train.network import greedy_action
+
+    def act(params, state, obs, key, memory=None):
+        del state, key, memory  # a memory, when the step it plays on has one, goes unread
+        return greedy_action(apply_fn(params, obs)[0], obs.action_mask)
+
+    return act
 
 
 def make_search_evaluate(
-    env, env_params, apply_fn, search_cfg, num_episodes: int, max_steps: int, slots: int = 128,
+    env, env_params, apply_fn, search_cfg, num_episodes: int, max_steps: int, slots: int = SEARCH_SLOTS,
     search_fn=None,
 ):  # fmt: skip
     """``make_refill_evaluate`` with each move chosen by a search (``search_actor``)."""
@@ -228,7 +404,7 @@ def search_what(search_cfg) -> str:
 
 
 def compile_search_evaluation(
-    env, env_params, apply_fn, params, search_cfg, episodes: int, seed: int, slots: int = 128,
+    env, env_params, apply_fn, params, search_cfg, episodes: int, seed: int, slots: int = SEARCH_SLOTS,
     search_fn=None,
 ) -> CompiledRefill:  # fmt: skip
     """``search_summary``'s program compiled and started (``compile_refill``), silently: it may
@@ -241,7 +417,7 @@ def compile_search_evaluation(
 
 def search_summary(
     env, env_params, apply_fn, params, search_cfg, episodes: int, seed: int, program_names=(),
-    slots: int = 128, report=progress.QUIET, search_fn=None, compiled: CompiledRefill | None = None,
+    slots: int = SEARCH_SLOTS, report=progress.QUIET, search_fn=None, compiled: CompiledRefill | None = None,
 ) -> dict:  # fmt: skip
     """The evaluation summary of a search policy (``make_search_evaluate``), with its settings.
 
@@ -265,7 +441,7 @@ def search_summary(
             compiled = compile_search_evaluation(env, env_params, apply_fn, params, search_cfg,
                                                  episodes, seed, slots, search_fn)  # fmt: skip
     t1 = time.perf_counter()
-    result = jax.device_get(play_refill(compiled, params, episodes, max_steps, report))
+    result = jax.device_get(compiled.play(params, episodes, max_steps, report))
     seconds = time.perf_counter() - t1
     summary = summarize(result, program_names)
     decisions = int(np.asarray(result["length"]).sum())
