@@ -2,7 +2,7 @@
 
 Starts from ``--init`` (default: the shipped agent), runs ``expert_iteration.train`` until
 ``--minutes`` have passed, gating each round on the greedy return of ``--gate-episodes``
-games from stage 1 drawn from ``--gate-seed`` (a key apart from the protocol's key 0, so the
+games from stage 1 drawn from ``--gate-seed`` (or their mean stage, ``--gate-metric stage``) (a key apart from the protocol's key 0, so the
 protocol's figures are not selected on; ``--gate fresh``: new games at each decision, the
 anchor scored again on them), and writes the last anchor as a params export that
 ``hm-eval`` reads (``OUT/params.msgpack``), with ``OUT/history.json``.
@@ -71,6 +71,8 @@ def main() -> None:
     p.add_argument("--margin", type=float, default=0.0, help="the gate's margin")
     p.add_argument("--fresh-games", action="store_true",
                    help="the teacher's games restart from stage 1 every round")  # fmt: skip
+    p.add_argument("--gate-metric", choices=["return", "stage"], default="return",
+                   help="the gate's score: the greedy games' mean return or mean stage reached")  # fmt: skip
     p.add_argument("--gate-episodes", type=int, default=256)
     p.add_argument("--gate-seed", type=int, default=1000)
     p.add_argument("--seed", type=int, default=0)
@@ -95,7 +97,8 @@ def main() -> None:
     def evaluate(params, decision=None):
         # fresh: decision d's games come from the gate key folded with d
         key = gate_key if decision is None else jax.random.fold_in(gate_key, decision)
-        return float(np.asarray(gate_run(params, key)["ret"]).mean())
+        field = "ret" if args.gate_metric == "return" else "stage"
+        return float(np.asarray(gate_run(params, key)[field]).mean())
 
     state = init_state(env, env_params, policy.params, xcfg, jax.random.key(args.seed))
     out = Path(args.out)
