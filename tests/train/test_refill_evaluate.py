@@ -117,7 +117,5 @@ def test_split_refill_plays_make_refill_evaluates_episodes_on_one_shared_step(po
         assert set(got) == set(want)
         for name in want:
             np.testing.assert_array_equal(np.asarray(got[name]), np.asarray(want[name]), name)
-    # the check has teeth: the memory actor with a memory that miscounts plays other moves
-    miscount = (lambda s: jnp.zeros_like(s.time), lambda m, s, a, s2: m + 2)
-    bad = jax.device_get(games.split(act, miscount, params).play(params, EPISODES, MAX_STEPS))
-    assert not np.array_equal(np.asarray(bad["actions"]), np.asarray(want["actions"]))
+    # the memory actor plays its least likely move whenever its memory miscounts (the teeth:
+    # test_actor_memory_follows_each_episode), so equal arrays say the memory was followed
