@@ -26,6 +26,7 @@ from hackmatrix_train.compile_cache import default_cache_dir, enable
 from hackmatrix_train.evaluate import make_evaluate
 from hackmatrix_train.expert_iteration import (
     ExpertConfig,
+    distill_loss,
     fresh_games,
     init_state,
     make_update,
@@ -71,6 +72,10 @@ def main() -> None:
     p.add_argument("--margin", type=float, default=0.0, help="the gate's margin")
     p.add_argument("--fresh-games", action="store_true",
                    help="the teacher's games restart from stage 1 every round")  # fmt: skip
+    p.add_argument("--kl-to", choices=["anchor", "start"], default="anchor",
+                   help="what the KL and value terms hold the network near: the current anchor "
+                   "(the teacher's params) or the starting policy, so kept rounds cannot "
+                   "compound their drift")  # fmt: skip
     p.add_argument("--gate-metric", choices=["return", "stage"], default="return",
                    help="the gate's score: the greedy games' mean return or mean stage reached")  # fmt: skip
     p.add_argument("--gate-episodes", type=int, default=256)
@@ -89,7 +94,16 @@ def main() -> None:
     k = args.determinizations if args.mode == "honest" else None
     teacher = search_config(policy, num_simulations=args.simulations, mode=args.mode,
                             max_num_considered_actions=args.considered, determinizations=k)  # fmt: skip
-    update = make_update(policy.apply_fn, env, env_params, xcfg, teacher)
+    loss = None
+    if args.kl_to == "start":  # the loss injection point: the start's logits, not the anchor's
+        start_params = policy.params
+
+        def loss(params, apply_fn, obs, target, anchor_logits, anchor_value, kl_coef, vf_coef):
+            ref_logits, ref_value = apply_fn(start_params, obs)
+            return distill_loss(params, apply_fn, obs, target, ref_logits, ref_value, kl_coef,
+                                vf_coef)  # fmt: skip
+
+    update = make_update(policy.apply_fn, env, env_params, xcfg, teacher, loss=loss)
     steps = int(env_params.max_steps_in_episode)
     gate_run = make_evaluate(env, env_params, policy.apply_fn, args.gate_episodes, steps, True)
     gate_key = jax.random.key(args.gate_seed)
