@@ -136,7 +136,8 @@ def evaluate_checkpoint(
     (``progress.Reporter``; None: silent) hears of each compile and sees the episodes' progress.
     ``layout``: how the programs of a run with search rows compile, the same summary each way
     (``hm-bench eval-start`` compares them): ``"shared"``, every row on one compiled game step,
-    each row's moves compiled apart, the search rows' beside the greedy row (``play_shared``);
+    each row's moves compiled apart, the search rows' beside the greedy row (``play_shared``;
+    a sampled or random first row plays its whole program, beside);
     ``"beside"``, each row one whole program, the search rows' compiled beside the greedy
     evaluation (``compile_beside``); ``"sequential"``, each whole program when its turn comes.
     """
@@ -182,17 +183,17 @@ def evaluate_checkpoint(
     configs = [search_config(policy, **overrides) for overrides in search]
     compiled = [None] * len(configs)
     what = f"the evaluation ({episodes} {name} episodes)"
-    if configs and layout == "shared":  # search rows imply the greedy network (hm-eval)
+    if configs and layout == "shared" and greedy and apply_fn is not None:
         result, compiled = play_shared(env, env_params, policy, configs, episodes, seed,
                                        search_fn, report, what)  # fmt: skip
     else:
-        if configs and layout == "beside":
+        if configs and layout != "sequential":
             compiled = compile_beside(env, env_params, policy, configs, episodes, seed,
                                       search_fn, report)  # fmt: skip
         result = run_in_chunks(
             env, env_params, apply_fn, policy.params, episodes, max_steps, greedy,
             jax.random.key(seed), report, what=what,
-            estimate="evaluation beside a search" if layout == "beside" and configs
+            estimate="evaluation beside a search" if layout != "sequential" and configs
             else "evaluation",
         )  # fmt: skip
     summary = summarize(jax.device_get(result), program_names)
