@@ -77,7 +77,8 @@ def main() -> None:
                    "(the teacher's params) or the starting policy, so kept rounds cannot "
                    "compound their drift")  # fmt: skip
     p.add_argument("--gate-metric", choices=["return", "stage"], default="return",
-                   help="the gate's score: the greedy games' mean return or mean stage reached")  # fmt: skip
+                   help="the gate's score: the greedy games' mean return or mean stage "
+                   "reached")  # fmt: skip
     p.add_argument("--gate-episodes", type=int, default=256)
     p.add_argument("--gate-seed", type=int, default=1000)
     p.add_argument("--seed", type=int, default=0)
@@ -116,10 +117,11 @@ def main() -> None:
 
     state = init_state(env, env_params, policy.params, xcfg, jax.random.key(args.seed))
     out = Path(args.out)
-    anchor, history, _, last = train(update, state, evaluate, xcfg, rounds=args.rounds,
-                            time_budget_s=60 * args.minutes,
-                            log=lambda s: print(s, flush=True),
-                            new_games=fresh_games(env, env_params, xcfg) if args.fresh_games else None)  # fmt: skip
+    new_games = fresh_games(env, env_params, xcfg) if args.fresh_games else None
+    anchor, history, _, last = train(
+        update, state, evaluate, xcfg, rounds=args.rounds, time_budget_s=60 * args.minutes,
+        log=lambda s: print(s, flush=True), new_games=new_games,
+    )  # fmt: skip
     settings = {
         "expert_iteration": vars(args),
         "teacher": teacher.__dict__ | {"disabled": list(teacher.disabled)},

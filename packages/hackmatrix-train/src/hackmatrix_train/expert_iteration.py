@@ -150,11 +150,11 @@ def init_state(env, env_params, params, xcfg: ExpertConfig, key: jax.Array) -> E
 
 
 def fresh_games(env, env_params, xcfg: ExpertConfig):
-    """Jitted ``new_games(state) -> state`` with the teacher's games reset to stage 1 (keys
-    from ``state.key``); params and optimizer kept. Passed to ``train`` it starts every round's
-    games afresh, so the teacher's states stay in the early stages instead of spreading over
-    all eight (``long_game.md``: distilled on early-stage states the greedy player improved
-    three rounds running, on the later stages' it got worse every round)."""
+    """``new_games(state) -> state`` with the teacher's games reset to stage 1 (keys from
+    ``state.key``); params and optimizer kept. Passed to ``train`` it starts every round's
+    games afresh, so every round distils the same early-stage distribution of states instead
+    of games spread over all eight stages (``long_game.md``, run 6: with it the rounds still
+    got worse from the third anchor on, so that drift is the anchors', not the states')."""
 
     @jax.jit
     def reset(key):
@@ -246,8 +246,9 @@ def train(
     The anchor starts as ``state.params``, scored by ``evaluate(params)``, or with
     ``xcfg.rescore_anchor`` by ``evaluate(params, decision)`` (0 for the start, then the
     round), the anchor scored again at every decision. ``new_games`` (``fresh_games``'s),
-    when given, replaces the teacher's games before every round after the first. Runs ``rounds`` rounds, or
-    until ``time_budget_s`` has passed (checked at a round's end), whichever comes first.
+    when given, replaces the teacher's games before every round after the first. Runs
+    ``rounds`` rounds, or until ``time_budget_s`` has passed (checked at a round's end),
+    whichever comes first.
     ``history`` holds one dict per round: score, accepted, the round's mean metrics, seconds.
     """
     if rounds is None and time_budget_s is None:

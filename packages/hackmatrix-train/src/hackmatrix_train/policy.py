@@ -218,8 +218,9 @@ def evaluate_checkpoint(
 
 
 def play_shared(env, env_params, policy, configs, episodes, seed, search_fn, report, what):
-    """``(the greedy row's per-episode arrays, a Future of each search row's SplitRefill)``:
-    every row played on one compiled game step (``search_evaluate.RefillGames``).
+    """``(the greedy row's per-episode arrays, for each search row a value whose ``result()``
+    is its SplitRefill)``: every row played on one compiled game step
+    (``search_evaluate.RefillGames``).
 
     A search evaluation's program holds the real game's step beside the search, so compiled as
     whole programs, ``hm-eval --search`` compiles the game twice (specs/train.md). Here the

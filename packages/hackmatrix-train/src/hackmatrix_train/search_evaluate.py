@@ -378,8 +378,9 @@ def search_memory(search_cfg):
 
 
 def greedy_actor(apply_fn):
-    """``act(params, state, obs, key, memory=None)``: the network's greedy move (``network.greedy_action``,
-    the move ``evaluate.make_evaluate``'s greedy policy plays), for ``refill_game``."""
+    """``act(params, state, obs, key, memory=None)``: the network's greedy move
+    (``network.greedy_action``, the move ``evaluate.make_evaluate``'s greedy policy plays),
+    for ``refill_game``."""
     from hackmatrix_train.network import greedy_action
 
     def act(params, state, obs, key, memory=None):
@@ -390,8 +391,8 @@ def greedy_actor(apply_fn):
 
 
 def make_search_evaluate(
-    env, env_params, apply_fn, search_cfg, num_episodes: int, max_steps: int, slots: int = SEARCH_SLOTS,
-    search_fn=None,
+    env, env_params, apply_fn, search_cfg, num_episodes: int, max_steps: int,
+    slots: int = SEARCH_SLOTS, search_fn=None,
 ):  # fmt: skip
     """``make_refill_evaluate`` with each move chosen by a search (``search_actor``)."""
     act, memory = search_actor(apply_fn, search_cfg, search_fn)
@@ -404,8 +405,8 @@ def search_what(search_cfg) -> str:
 
 
 def compile_search_evaluation(
-    env, env_params, apply_fn, params, search_cfg, episodes: int, seed: int, slots: int = SEARCH_SLOTS,
-    search_fn=None,
+    env, env_params, apply_fn, params, search_cfg, episodes: int, seed: int,
+    slots: int = SEARCH_SLOTS, search_fn=None,
 ) -> CompiledRefill:  # fmt: skip
     """``search_summary``'s program compiled and started (``compile_refill``), silently: it may
     run beside other work (``in_background``)."""
@@ -417,14 +418,15 @@ def compile_search_evaluation(
 
 def search_summary(
     env, env_params, apply_fn, params, search_cfg, episodes: int, seed: int, program_names=(),
-    slots: int = SEARCH_SLOTS, report=progress.QUIET, search_fn=None, compiled: CompiledRefill | None = None,
+    slots: int = SEARCH_SLOTS, report=progress.QUIET, search_fn=None,
+    compiled: CompiledRefill | SplitRefill | None = None,
 ) -> dict:  # fmt: skip
     """The evaluation summary of a search policy (``make_search_evaluate``), with its settings.
 
     ``search_fn``: ``search.run_search``'s signature, e.g. ``partial(run_search, resample=...)``
     for an experiment's own part of the search (None: ``run_search``). ``compiled``: this very
-    evaluation's ``compile_search_evaluation``, done beforehand (None: compiled here, announced
-    on ``report``).
+    evaluation's ``compile_search_evaluation`` (or its ``SplitRefill``), done beforehand (None:
+    compiled here, announced on ``report``).
 
     One row of ``hm-eval --search``: the summary's fields plus ``search`` (the settings: the
     simulation count, mode, selection, ...), ``compile_seconds``, ``seconds`` (the run after
