@@ -172,7 +172,8 @@ def minibatch_step(
     axis_name=None, loss=ppo_loss,
 ):  # fmt: skip
     """One gradient step of ``loss`` (``ppo_loss``'s signature) on a minibatch
-    ``(transitions, advantages, targets)``.
+    ``(transitions, advantages, targets)``, or ``(transitions, advantages, targets, extra)``
+    when the actor returns an ``extra``: the loss then takes it as its keyword ``extra``.
 
     Under ``shard_map`` each device holds an equal slice of the minibatch; advantages are
     normalised over the whole minibatch and the gradients averaged over ``axis_name``, so the
@@ -182,10 +183,11 @@ def minibatch_step(
     """
 
     def loss_fn(p, mb):
-        t, a, tg = mb
+        t, a, tg, *extra = mb
         return loss(
             p, apply_fn, t, a, tg, cfg.clip_eps, cfg.vf_coef, ent_coef,
             floor, floor_weight if floor is not None else 0.0, axis_name, cfg.vf_clip_eps,
+            **({"extra": extra[0]} if extra else {}),
         )  # fmt: skip
 
     return gradient_step(loss_fn, params, opt_state, mb, tx, axis_name)
@@ -197,9 +199,10 @@ def make_update(cfg, apply_fn, env, env_params, axis_name=None, *, actor=None, l
     ``sched`` (a ``Schedule``) gives the run's length, so the compiled update serves any length;
     the optimizer is built from it too. ``actor`` (default ``sample_actor``) and ``loss``
     (default ``ppo_loss``, same signature) are the learner's injection points
-    (``update.Learner``). ``metrics`` are PPO's own: ``pg_loss``, ``vf_loss``, ``entropy``,
-    ``approx_kl``, ``clip_frac``, ``floor_loss``, ``grad_norm``, ``explained_variance`` and this
-    update's coefficients.
+    (``update.Learner``); an actor's ``extra`` (stacked over the rollout) reaches the loss as
+    its keyword ``extra``, row by row with the transitions. ``metrics`` are PPO's own
+    (``pg_loss``, ``vf_loss``, ``entropy``, ``approx_kl``, ``clip_frac``, ``floor_loss``,
+    ``grad_norm``, ``explained_variance`` and this update's coefficients) and the loss's aux.
     """
     act = (actor or sample_actor)(cfg, apply_fn)
     loss = loss or ppo_loss
@@ -214,7 +217,7 @@ def make_update(cfg, apply_fn, env, env_params, axis_name=None, *, actor=None, l
         bonus_coef = program_bonus_coef(cfg, sched, runner.update)
 
         # 1. rollout: num_steps steps of every env with the current params
-        env_state, obs, acc, traj, _, episodes = collect_rollout(
+        env_state, obs, acc, traj, extras, episodes = collect_rollout(
             act, value_fn, k_roll, runner.params, env, env_params, runner.env_state, runner.obs,
             runner.acc, cfg.num_steps, track=track_episodes, shaping=shaping(bonus_coef),
         )  # fmt: skip
@@ -234,9 +237,11 @@ def make_update(cfg, apply_fn, env, env_params, axis_name=None, *, actor=None, l
                 floor=floor, floor_weight=weight, axis_name=axis_name, loss=loss,
             )  # fmt: skip
 
+        # an actor's extra (None for PPO's own) rides with its rows to the loss
+        batch = (traj, adv, targets) if extras is None else (traj, adv, targets, extras)
         params, opt_state, aux = run_epochs(
-            k_epochs, runner.params, runner.opt_state, flatten_steps((traj, adv, targets)),
-            step, cfg.update_epochs, cfg.num_minibatches,
+            k_epochs, runner.params, runner.opt_state, flatten_steps(batch), step,
+            cfg.update_epochs, cfg.num_minibatches,
         )  # fmt: skip
 
         # 4. metrics: the mean loss terms (ratio_max_dev is a test probe), this update's

@@ -1,0 +1,165 @@
+"""PPO guided by the search: PPO's own update plus a KL term toward the search's improved
+policy on PPO's own states (issue 62's second lead, ``long_game.md``).
+
+The search trainer (``search_trainer.py``) and expert iteration (``expert_iteration.py``) learn
+the search's moves from the states the search plays, and their networks drift or die earlier:
+the teacher's corrections do not generalise, and nothing pulls the rare actions back. This
+learner keeps PPO whole (its sampled moves, its clipped advantage, its entropy and exploration
+floor on the rare actions) and adds one term: on the states PPO's own rollout visits, the
+search proposes its improved policy, and the loss adds ``kl_coef`` x KL(search target ||
+network policy), averaged over the searched rows. The search is ``hm-eval``'s (the run's
+``--search-*`` flags, honest by default, the canonical reward in the tree); its prior and value
+are the run's start, frozen (``--teacher start``: the targets do not follow the network they
+train, the loop that drove the search trainer's collapse), or the network being trained
+(``--teacher online``). The search only advises; the game's reward, through PPO's advantage,
+still decides.
+
+It is PPO's ``make_update`` with its two injection points filled (``ppo.make_update``, actor
+and loss): the actor samples PPO's move and searches the first ``searched_envs`` games of the
+batch at every step (the search is most of the cost); the actor's ``extra`` ``(target,
+weight)`` rides with the rows to the loss (weight 1 on the searched rows, 0 elsewhere).
+
+    uv run python experiments/guided_ppo.py --teacher start --kl-coef 1 --searched-envs 32 \\
+        --init-params policies/default-cpu-42m-s1-vf0125 --lr 3e-4 --ent-coef 0.002 \\
+        --ent-coef-end 0.002 --explore-floor 0.001 --explore-floor-end 0.001 --seed 3 \\
+        --search-simulations 16 --search-determinizations 2 --search-considered 28 \\
+        --time-budget 40 --no-wandb
+
+Metrics beside PPO's (``train/...``): ``search_kl`` (KL from the target to the policy on the
+searched rows), ``override_frac`` (searched states whose target's argmax is not the network's).
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import sys
+
+import jax
+import jax.numpy as jnp
+from hackmatrix_train import ppo
+from hackmatrix_train.update import Learner
+
+
+def guided_actor(cfg, apply_fn, searched_envs: int, search=None, teacher_params=None):
+    """``act(params, obs, env_state, key) -> (action, log_prob, value, (target, weight))``:
+    PPO's sampled move (``ppo.sample_actor``), and the search's improved policy on the first
+    ``searched_envs`` games of the device's share (``target`` f32[N, A], 0 on the rest;
+    ``weight`` f32[N], 1 on the searched rows). ``search`` is ``run_search``-shaped (None:
+    ``search.run_search``). The search's prior and value are ``teacher_params`` (a frozen
+    network, e.g. the start's), or with None the network being trained."""
+    from hackmatrix_train.search import run_search, search_config_from_train
+
+    search = search or run_search
+    search_cfg = search_config_from_train(cfg)  # hm-eval's search: the --search-* flags
+    sample = ppo.sample_actor(cfg, apply_fn)
+
+    def act(params, obs, env_state, key):
+        k_sample, k_search = jax.random.split(key)
+        action, log_prob, value, _ = sample(params, obs, env_state, k_sample)
+        num_envs, num_actions = obs.action_mask.shape
+        rows = min(searched_envs, num_envs)
+        part = jax.tree.map(lambda x: x[:rows], env_state)
+        teacher = params if teacher_params is None else teacher_params
+        out = search(apply_fn, search_cfg, teacher, k_search, part)
+        target = jnp.zeros((num_envs, num_actions), jnp.float32).at[:rows].set(out.policy_target)
+        weight = (jnp.arange(num_envs) < rows).astype(jnp.float32)
+        return action, log_prob, value, (target, weight)
+
+    return act
+
+
+def search_kl(logits, mask, target, weight):
+    """``(kl, override)``: the weighted mean over rows of KL(target || masked policy of
+    ``logits``), and the weighted share of rows whose target's argmax is not the policy's.
+    Its gradient in a row's logits is ``weight x (p - target)`` over the weights' sum: a step
+    against it moves the policy toward the target."""
+    from hackmatrix_train.expert_iteration import masked_log_policy
+
+    log_p = masked_log_policy(logits, mask)
+    log_t = jnp.where(target > 0, jnp.log(jnp.maximum(target, 1e-30)), 0.0)
+    rows = jnp.sum(jnp.where(mask, target * (log_t - log_p), 0.0), axis=-1)
+    differs = jnp.argmax(target, -1) != jnp.argmax(jnp.where(mask, logits, -jnp.inf), -1)
+    total = jnp.maximum(weight.sum(), 1.0)
+    return (rows * weight).sum() / total, (differs * weight).sum() / total
+
+
+def target_entropy(target, weight):
+    """The weighted mean entropy of the targets (what a KL toward them spreads the policy to)."""
+    rows = -jnp.sum(jnp.where(target > 0, target * jnp.log(jnp.maximum(target, 1e-30)), 0.0), -1)
+    return (rows * weight).sum() / jnp.maximum(weight.sum(), 1.0)
+
+
+def guided_loss(params, apply_fn, batch, adv, targets, *args, extra, kl_coef: float):
+    """``ppo.ppo_loss`` + ``kl_coef`` x ``search_kl`` on the rows the search advised."""
+    total, aux = ppo.ppo_loss(params, apply_fn, batch, adv, targets, *args)
+    target, weight = extra
+    logits, _ = apply_fn(params, batch.obs)  # the loss's own forward: XLA computes it once
+    kl, override = search_kl(logits, batch.obs.action_mask, target, weight)
+    aux = {**aux, "search_kl": kl, "override_frac": override,
+           "target_entropy": target_entropy(target, weight)}  # fmt: skip
+    return total + kl_coef * kl, aux
+
+
+TEACHERS = ("start", "online")  # the search's network: the run's start, frozen, or its own
+
+
+def start_params(cfg):
+    """The params of the run's ``--init-params`` (a ``ValueError`` without one)."""
+    from hackmatrix_train.policy import load_policy
+
+    if not cfg.init_params:
+        raise ValueError("--teacher start searches with the run's start: give --init-params")
+    return load_policy(cfg.init_params).params
+
+
+def learner(kl_coef: float, searched_envs: int, teacher: str = "start") -> Learner:
+    """PPO with the search's KL term as ``trainer.make_train``'s ``learner``. ``teacher``: the
+    search's network, ``"start"`` (the run's ``--init-params``, frozen: the targets do not
+    follow the network they train) or ``"online"`` (the network being trained)."""
+    if kl_coef < 0 or searched_envs < 1:
+        raise ValueError(f"--kl-coef must be >= 0 and --searched-envs >= 1, got {kl_coef} and "
+                         f"{searched_envs}")  # fmt: skip
+    if teacher not in TEACHERS:
+        raise ValueError(f"--teacher must be one of {TEACHERS}, got {teacher!r}")
+
+    def make_update(cfg, apply_fn, env, env_params, axis_name=None, *, actor=None, loss=None):
+        # loaded here, where JAX runs on the trainer's devices
+        teacher_params = start_params(cfg) if teacher == "start" else None
+        actor = actor or functools.partial(
+            guided_actor, searched_envs=searched_envs, teacher_params=teacher_params
+        )
+        loss = loss or functools.partial(guided_loss, kl_coef=kl_coef)
+        return ppo.make_update(cfg, apply_fn, env, env_params, axis_name, actor=actor, loss=loss)
+
+    return Learner(f"guided-ppo-{teacher}", make_update)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``hm-train``'s command line with this learner; ``--kl-coef``, ``--searched-envs`` and
+    ``--teacher`` are its own."""
+    from hackmatrix_train.cli import train as hm_train
+
+    p = argparse.ArgumentParser(add_help=False)
+    p.add_argument("--kl-coef", type=float, default=1.0)
+    p.add_argument("--searched-envs", type=int, default=32, help="games searched at every "
+                   "step, on each device")  # fmt: skip
+    p.add_argument("--teacher", default="start", choices=TEACHERS)
+    args, rest = p.parse_known_args(sys.argv[1:] if argv is None else argv)
+    try:
+        chosen = learner(args.kl_coef, args.searched_envs, args.teacher)
+    except ValueError as e:
+        print(f"guided_ppo: {e}", file=sys.stderr)
+        return 2
+    try:  # guided-..., where hm-train names ppo-...; a bad flag is hm-train's to explain
+        cfg, explicit = hm_train.config_from_args(hm_train.build_parser().parse_args(rest))
+        if not {"run_name", "resume"} & explicit:
+            rest = [*rest, "--run-name", f"guided-{cfg.network}-{cfg.num_envs}x{cfg.num_steps}"
+                    f"-s{cfg.seed}"]  # fmt: skip
+    except ValueError:
+        pass
+    return hm_train.main(rest, learner=chosen)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
