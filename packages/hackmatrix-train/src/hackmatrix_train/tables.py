@@ -3,6 +3,10 @@ final evaluation of ``hm-train``). ``TERMS`` explains them (``hm-eval -h``)."""
 
 from __future__ import annotations
 
+from hackmatrix_train.search_config import SearchConfig
+
+DEFAULT_CONSIDERED = SearchConfig().max_num_considered_actions
+
 
 def format_table(summary: dict, title: str = "evaluation") -> str:
     """A plain-text table of one summary (``format_summaries``)."""
@@ -54,11 +58,22 @@ SUMMARY_ROWS = (
 
 
 def column_name(summary: dict) -> str:
-    """A summary's column header: its policy, or its search's simulations and mode."""
+    """A summary's column header: its policy, or its search's simulations and mode, and where
+    they are not one tree and ``SearchConfig``'s considered actions, its trees (``2x4``: 2
+    determinizations of 4 simulations) and considered actions. A policy's run may carry other
+    search settings than the protocol's (a learner's teacher): its rows say so."""
     search = summary.get("search")
-    if isinstance(search, dict):
-        return f"search {search['num_simulations']} {search['mode']}"
-    return str(summary.get("policy", "policy"))
+    if not isinstance(search, dict):
+        return str(summary.get("policy", "policy"))
+    sims = search["num_simulations"]
+    name = f"search {sims} {search['mode']}"
+    trees = search.get("determinizations") or 1
+    if trees > 1:
+        name += f" {trees}x{sims // trees}"
+    considered = search.get("max_num_considered_actions")
+    if considered is not None and considered != DEFAULT_CONSIDERED:
+        name += f", {considered} considered"
+    return name
 
 
 def format_summaries(summaries: list[dict], title: str = "evaluation") -> str:
