@@ -19,8 +19,10 @@ from hackmatrix_train.tables import column_name, format_summaries
         (dict(num_simulations=8, mode="oracle"), "search 8 oracle"),
         (dict(num_simulations=32), "search 32 honest 4x8"),  # one tree per 8 by default
         (dict(num_simulations=32, determinizations=1), "search 32 honest"),
-        (dict(num_simulations=8, determinizations=2, max_num_considered_actions=28),
-         "search 8 honest 2x4, 28 considered"),  # fmt: skip
+        (
+            dict(num_simulations=8, determinizations=2, max_num_considered_actions=28),
+            "search 8 honest 2x4, 28 considered",
+        ),
     ],
 )
 def test_a_search_rows_header_names_its_trees_and_considered_actions(options, header):
