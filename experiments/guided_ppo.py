@@ -23,7 +23,7 @@ weight)`` rides with the rows to the loss (weight 1 on the searched rows, 0 else
         --init-params policies/default-cpu-42m-s1-vf0125 --lr 3e-4 --ent-coef 0.002 \\
         --ent-coef-end 0.002 --explore-floor 0.001 --explore-floor-end 0.001 --seed 3 \\
         --search-simulations 16 --search-determinizations 2 --search-considered 28 \\
-        --time-budget 40 --no-wandb
+        --total-timesteps 5881856 --no-wandb
 
 Metrics beside PPO's (``train/...``): ``search_kl`` (KL from the target to the policy on the
 searched rows), ``override_frac`` (searched states whose target's argmax is not the network's).
