@@ -94,7 +94,7 @@ def guided_loss(params, apply_fn, batch, adv, targets, *args, extra, kl_coef: fl
     """``ppo.ppo_loss`` + ``kl_coef`` x ``search_kl`` on the rows the search advised."""
     total, aux = ppo.ppo_loss(params, apply_fn, batch, adv, targets, *args)
     target, weight = extra
-    logits, _ = apply_fn(params, batch.obs)  # the loss's own forward: XLA computes it once
+    logits, _ = apply_fn(params, batch.obs)  # ppo_loss's forward again, for its logits
     kl, override = search_kl(logits, batch.obs.action_mask, target, weight)
     aux = {**aux, "search_kl": kl, "override_frac": override,
            "target_entropy": target_entropy(target, weight)}  # fmt: skip
@@ -132,7 +132,8 @@ def learner(kl_coef: float, searched_envs: int, teacher: str = "start") -> Learn
         loss = loss or functools.partial(guided_loss, kl_coef=kl_coef)
         return ppo.make_update(cfg, apply_fn, env, env_params, axis_name, actor=actor, loss=loss)
 
-    return Learner(f"guided-ppo-{teacher}", make_update)
+    # a checkpoint records the name, and a resume must name the same: so do the settings
+    return Learner(f"guided-ppo-{teacher}-kl{kl_coef:g}-{searched_envs}", make_update)
 
 
 def main(argv: list[str] | None = None) -> int:
