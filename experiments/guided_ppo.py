@@ -69,6 +69,11 @@ def guided_actor(cfg, apply_fn, searched_envs: int, search=None, teacher_params=
     return act
 
 
+def log_of(target):
+    """``log(target)`` where the target has mass, 0 where it has none (0 log 0 = 0)."""
+    return jnp.where(target > 0, jnp.log(jnp.maximum(target, 1e-30)), 0.0)
+
+
 def search_kl(logits, mask, target, weight):
     """``(kl, override)``: the weighted mean over rows of KL(target || masked policy of
     ``logits``), and the weighted share of rows whose target's argmax is not the policy's.
@@ -77,8 +82,7 @@ def search_kl(logits, mask, target, weight):
     from hackmatrix_train.expert_iteration import masked_log_policy
 
     log_p = masked_log_policy(logits, mask)
-    log_t = jnp.where(target > 0, jnp.log(jnp.maximum(target, 1e-30)), 0.0)
-    rows = jnp.sum(jnp.where(mask, target * (log_t - log_p), 0.0), axis=-1)
+    rows = jnp.sum(jnp.where(mask, target * (log_of(target) - log_p), 0.0), axis=-1)
     differs = jnp.argmax(target, -1) != jnp.argmax(jnp.where(mask, logits, -jnp.inf), -1)
     total = jnp.maximum(weight.sum(), 1.0)
     return (rows * weight).sum() / total, (differs * weight).sum() / total
@@ -86,7 +90,7 @@ def search_kl(logits, mask, target, weight):
 
 def target_entropy(target, weight):
     """The weighted mean entropy of the targets (what a KL toward them spreads the policy to)."""
-    rows = -jnp.sum(jnp.where(target > 0, target * jnp.log(jnp.maximum(target, 1e-30)), 0.0), -1)
+    rows = -jnp.sum(target * log_of(target), -1)
     return (rows * weight).sum() / jnp.maximum(weight.sum(), 1.0)
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import functools
 import importlib.util
 from types import SimpleNamespace
-from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -21,10 +20,6 @@ from train.recipes import plain_ppo
 _spec = importlib.util.spec_from_file_location("guided_ppo", ROOT / "experiments" / "guided_ppo.py")
 guided = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(guided)
-
-
-class Obs(NamedTuple):
-    action_mask: jax.Array
 
 
 def _batch():
