@@ -1,25 +1,26 @@
-"""PPO guided by the search (``experiments/guided_ppo.py``): PPO's update with its actor and
-loss injected. The KL term's value and gradient on a hand-built batch, and a tiny run in
-which the actor's ``extra`` reaches PPO's loss and pulls the network toward the targets."""
+"""PPO guided by the search (``hackmatrix_train.guided``, ``hm-train --guide-kl``): PPO's
+update with its actor and loss injected. The KL term's value and gradient on a hand-built batch,
+the config's choice of learner and its refusals, and a tiny run in which the actor's ``extra``
+reaches PPO's loss and pulls the network toward the targets."""
 
 from __future__ import annotations
 
 import functools
-import importlib.util
 from types import SimpleNamespace
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from hackmatrix_train import guided
+from hackmatrix_train.cli import train as hm_train
+from hackmatrix_train.config import validate
+from hackmatrix_train.ppo import LEARNER as PPO
+from hackmatrix_train.run import default_run_name
 from hackmatrix_train.search import policy_mask
 from hackmatrix_train.trainer import make_train
 from repo_files import ROOT
 from train.recipes import plain_ppo
-
-_spec = importlib.util.spec_from_file_location("guided_ppo", ROOT / "experiments" / "guided_ppo.py")
-guided = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(guided)
 
 
 def _batch():
@@ -74,15 +75,49 @@ def test_search_kl_gradient_pulls_the_searched_rows_toward_the_target():
 
 
 def test_a_bad_learner_setting_is_refused():
-    with pytest.raises(ValueError, match="--kl-coef"):
+    with pytest.raises(ValueError, match="--guide-kl"):
         guided.learner(-1.0, 8)
-    with pytest.raises(ValueError, match="--searched-envs"):
+    with pytest.raises(ValueError, match="--guide-envs"):
         guided.learner(1.0, 0)
-    with pytest.raises(ValueError, match="--teacher"):
+    with pytest.raises(ValueError, match="--guide-teacher"):
         guided.learner(1.0, 8, "anchor")
-    assert guided.main(["--searched-envs", "0"]) == 2
     with pytest.raises(ValueError, match="--init-params"):  # the start is the teacher
         guided.start_params(plain_ppo())
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"guide_kl": -0.5}, "--guide-kl must be >= 0"),
+        ({"guide_kl": float("nan")}, "--guide-kl must be >= 0"),
+        ({"guide_kl": 1.0, "guide_envs": 0, "init_params": "p"}, "--guide-envs must be >= 1"),
+        ({"guide_kl": 1.0, "guide_teacher": "anchor", "init_params": "p"}, "--guide-teacher"),
+        ({"guide_kl": 1.0}, "give --init-params"),  # the frozen start needs a start
+    ],
+)
+def test_the_config_refuses_a_bad_guide_setting(fields, message):
+    with pytest.raises(ValueError, match=message):
+        validate(plain_ppo(**fields))
+
+
+def test_hm_train_refuses_a_guided_run_without_its_start(capsys):
+    assert hm_train.main(["--guide-kl", "1", "--no-wandb", "--total-timesteps", "1000"]) == 2
+    assert "give --init-params" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_:
+        hm_train.main(["--guide-kl", "1", "--guide-teacher", "anchor"])
+    assert exit_.value.code == 2
+
+
+def test_the_config_chooses_the_learner_and_names_the_run():
+    plain = plain_ppo()
+    assert guided.learner_of(plain) is PPO
+    assert default_run_name(plain).startswith("ppo-")
+    online = plain.replace(guide_kl=0.5, guide_envs=8, guide_teacher="online")
+    validate(online)  # the online teacher needs no start
+    assert guided.learner_of(online).name == "guided-ppo-online-kl0.5-8"
+    assert default_run_name(online).startswith("guided-")
+    with pytest.raises(ValueError, match="--guide-kl chooses the guided learner"):
+        make_train(online, learner=PPO, devices=jax.devices()[:1])
 
 
 def _last_legal_search(apply_fn, search_cfg, params, key, state):
@@ -120,3 +155,43 @@ def test_the_actors_targets_reach_the_loss_and_pull_the_policy():
     assert pulled[2] < 0.5 * pulled[0], pulled
     free = search_kl_over(0.0, (1, 15, 15))
     assert pulled[2] < 0.5 * free[2], (pulled, free)
+
+
+def test_the_guided_recipe_is_the_recorded_runs_command():
+    """``--recipe guided`` is the command the runs of experiments/long_game.md spelled out
+    flag by flag, and it names a start that exists."""
+    flags = [
+        "--guide-kl",
+        "1",
+        "--guide-envs",
+        "32",
+        "--guide-teacher",
+        "start",
+        "--init-params",
+        "policies/default-cpu-42m-s1-vf0125",
+        "--lr",
+        "3e-4",
+        "--ent-coef",
+        "0.002",
+        "--ent-coef-end",
+        "0.002",
+        "--explore-floor",
+        "0.001",
+        "--explore-floor-end",
+        "0.001",
+        "--search-simulations",
+        "16",
+        "--search-determinizations",
+        "2",
+        "--search-considered",
+        "28",
+        "--total-timesteps",
+        "5881856",
+    ]
+    parse = hm_train.build_parser().parse_args
+    by_recipe, _ = hm_train.config_from_args(parse(["--recipe", "guided", "--seed", "3"]))
+    by_flags, _ = hm_train.config_from_args(parse([*flags, "--seed", "3"]))
+    assert by_recipe == by_flags
+    assert guided.learner_of(by_recipe).name == "guided-ppo-start-kl1-32"
+    validate(by_recipe, 2)
+    assert (ROOT / by_recipe.init_params / "params.msgpack").exists()

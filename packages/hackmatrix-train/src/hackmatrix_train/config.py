@@ -64,6 +64,8 @@ SEARCH_FROM_RUN = frozenset({
 
 # The help groups of hm-train's flags (cli.train.GROUPS titles them; LENGTH: one or the other)
 MAIN, LENGTH, SEARCH, LOGS, KNOBS = "main", "length", "search", "logs", "knobs"
+GUIDE = "guide"  # PPO guided by the search (guided.py)
+GUIDE_TEACHERS = ("start", "online")  # the guiding search's network: the run's start, or its own
 
 
 def flag(default, help: str, group: str = MAIN, **options):
@@ -154,6 +156,15 @@ class TrainConfig:
                                               "'undo' (an ablation of the agent; the game is "
                                               "unchanged); the flag alone: none", KNOBS, type=str,
                                               nargs="*", metavar="NAME")  # fmt: skip
+    # PPO guided by the search (guided.py, specs/train.md §11): the search of --search-* on
+    # the first guide_envs games of each device, a KL term toward its improved policy
+    guide_kl: float = flag(0.0, "PPO guided by the search: add this x KL(the search's improved "
+                           "policy || the policy) to the loss on the searched games' states "
+                           "(0: plain PPO); the search is --search-*", GUIDE)  # fmt: skip
+    guide_envs: int = flag(32, "games searched at every step on each device", GUIDE)
+    guide_teacher: str = flag("start", "the search's network: start (the run's --init-params, "
+                              "frozen) or online (the network being trained)", GUIDE,
+                              choices=GUIDE_TEACHERS)  # fmt: skip
     # network
     network: str = flag("grid", "mlp (flattened obs) or grid (conv over 6x6 cells)",
                         choices=NETWORKS)  # fmt: skip
@@ -358,9 +369,25 @@ def validate(cfg: TrainConfig, num_devices: int = 1) -> None:
             "--program-terms-skip-undo changes nothing without --program-bonus or "
             "--program-potential"
         )
+    validate_guide(cfg)
     if cfg.history_depth < 1:
         raise ValueError(f"--history-depth must be >= 1, got {cfg.history_depth}")
     disabled_actions(cfg)  # a clear error for an unknown program name
+
+
+def validate_guide(cfg: TrainConfig) -> None:
+    """A ``ValueError`` for a bad search-guidance setting (``guided.py``); ``hm-train`` checks
+    them before it sets up devices, since a guided run without its start fails at once."""
+    if not (math.isfinite(cfg.guide_kl) and cfg.guide_kl >= 0):
+        raise ValueError(f"--guide-kl must be >= 0 (0: plain PPO), got {cfg.guide_kl}")
+    if cfg.guide_envs < 1:
+        raise ValueError(f"--guide-envs must be >= 1, got {cfg.guide_envs}")
+    if cfg.guide_teacher not in GUIDE_TEACHERS:
+        raise ValueError(f"--guide-teacher must be one of {GUIDE_TEACHERS}, got "
+                         f"{cfg.guide_teacher!r}")  # fmt: skip
+    if cfg.guide_kl > 0 and cfg.guide_teacher == "start" and not cfg.init_params:
+        raise ValueError("--guide-teacher start searches with the run's start: give "
+                         "--init-params (or --guide-teacher online)")  # fmt: skip
 
 
 def disabled_actions(cfg: TrainConfig) -> tuple[int, ...]:

@@ -35,8 +35,9 @@ PROBE_UPDATES = 10  # updates timed by --time-budget's probe (at most --log-inte
 
 
 def default_run_name(cfg: TrainConfig) -> str:
-    """``ppo-{network}-{envs}x{steps}-s{seed}[-suffix]``, or ``--run-name``."""
-    name = cfg.run_name or f"ppo-{cfg.network}-{cfg.num_envs}x{cfg.num_steps}-s{cfg.seed}"
+    """``{ppo|guided}-{network}-{envs}x{steps}-s{seed}[-suffix]``, or ``--run-name``."""
+    kind = "guided" if cfg.guide_kl > 0 else "ppo"
+    name = cfg.run_name or f"{kind}-{cfg.network}-{cfg.num_envs}x{cfg.num_steps}-s{cfg.seed}"
     return name + (f"-{cfg.run_suffix}" if cfg.run_suffix else "")
 
 

@@ -233,7 +233,8 @@ def make_train(
     * ``env``, ``env_params``: any gymnax 1.0 env whose observation carries ``action_mask``;
       None: ``make_env(cfg)`` (default: HackMatrix as the config's agent sees it) with the
       config's env params (``env.default_params`` for a given env).
-    * ``learner``: an ``update.Learner``; None: PPO's (``ppo.LEARNER``).
+    * ``learner``: an ``update.Learner``; None: the config's (``guided.learner_of``: PPO's,
+      or PPO guided by the search with ``--guide-kl``).
     * ``actor``: ``(cfg, apply_fn) -> act(params, obs, env_state, key) -> (action, log_prob,
       value, extra)``, the learner's rollout actor (None: its own).
     * ``loss``: the learner's loss, with the learner's signature (None: its own).
@@ -251,5 +252,10 @@ def make_train(
     if env_params is None:
         env_params = env.default_params
     if learner is None:
-        from hackmatrix_train.ppo import LEARNER as learner
+        from hackmatrix_train.guided import learner_of
+
+        learner = learner_of(cfg)
+    elif cfg.guide_kl > 0:
+        raise ValueError(f"--guide-kl chooses the guided learner, and this run's is "
+                         f"{learner.name}: give one or the other")  # fmt: skip
     return Trainer(cfg, env, env_params, devices, learner=learner, actor=actor, loss=loss)

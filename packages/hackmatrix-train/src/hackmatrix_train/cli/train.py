@@ -9,13 +9,24 @@ from hackmatrix_env.argparsing import Parser, fail
 
 from hackmatrix_train import compile_cache, distributed, progress
 from hackmatrix_train.cli.common import HelpFormatter, add_search_flags, field_options
-from hackmatrix_train.config import KNOBS, LENGTH, LOGS, MAIN, SEARCH, TrainConfig
+from hackmatrix_train.config import (
+    GUIDE,
+    KNOBS,
+    LENGTH,
+    LOGS,
+    MAIN,
+    SEARCH,
+    TrainConfig,
+    validate_guide,
+)
 
 # Flags of hm-train that are not TrainConfig fields (process set-up, not the experiment).
 NON_CONFIG_ARGS = frozenset({"recipe"}) | distributed.ARG_NAMES | compile_cache.ARG_NAMES
 GROUPS = {  # TrainConfig's help groups (config.flag): title, description
     SEARCH: ("search (specs/search.md)", "the search settings saved with the run: hm-eval, "
              "hm-watch and hm-play --hint plan with them"),
+    GUIDE: ("guided by the search (specs/train.md §11)", "PPO plus a KL term toward the "
+            "search's improved policy on PPO's own states, from a start (--init-params)"),
     LOGS: ("checkpoints and logging", None),
     KNOBS: ("research knobs (advanced)", "PPO internals, loss terms and ablations; the default "
             "recipe sets them all (specs/train.md §5, §10)"),
@@ -32,7 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     p.add_argument(
         "--recipe", metavar="NAME|FILE",
-        help="a recipe shipped with the trainer (depth, programs, reference) or a TOML file of "
+        help="a recipe shipped with the trainer (depth, guided, programs, reference) or a TOML file of "
         "settings that replace the defaults; flags given override it",
     )  # fmt: skip
     groups = {MAIN: p, LENGTH: p.add_mutually_exclusive_group()}  # a length or a time budget
@@ -71,6 +82,7 @@ def main(argv=None, **parts) -> int:
     args = build_parser().parse_args(argv)
     try:
         cfg, explicit = config_from_args(args)
+        validate_guide(cfg)
         place = locate_run(cfg, explicit)  # before JAX: a resume keeps its device count
         devices = place.meta.get("num_devices") if place else None
         distributed.set_cpu_devices(args.cpu_devices, args.distributed, place.cfg if place else cfg,
@@ -82,7 +94,8 @@ def main(argv=None, **parts) -> int:
         shown = place.cfg if place else cfg
         length = (f"{shown.time_budget:g} minutes" if shown.time_budget is not None
                   else f"{shown.total_timesteps:,} env steps")  # fmt: skip
-        learner = parts["learner"].name if parts.get("learner") else "ppo"
+        learner = (parts["learner"].name if parts.get("learner")
+                   else "guided PPO" if shown.guide_kl > 0 else "ppo")  # fmt: skip
         progress.say(f"hm-train: {'resuming' if place else 'starting'} a {learner} run, "
                      f"{length} on {shown.num_envs} envs")  # fmt: skip
         compile_cache.enable_from_args(args)

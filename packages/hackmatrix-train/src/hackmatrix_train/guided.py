@@ -1,43 +1,37 @@
 """PPO guided by the search: PPO's own update plus a KL term toward the search's improved
-policy on PPO's own states (issue 62's second lead, ``long_game.md``).
+policy on PPO's own states (``hm-train --guide-kl K``).
 
-The search trainer (``search_trainer.py``) and expert iteration (``expert_iteration.py``) learn
-the search's moves from the states the search plays, and their networks drift or die earlier:
-the teacher's corrections do not generalise, and nothing pulls the rare actions back. This
-learner keeps PPO whole (its sampled moves, its clipped advantage, its entropy and exploration
-floor on the rare actions) and adds one term: on the states PPO's own rollout visits, the
-search proposes its improved policy, and the loss adds ``kl_coef`` x KL(search target ||
-network policy), averaged over the searched rows. The search is ``hm-eval``'s (the run's
-``--search-*`` flags, honest by default, the canonical reward in the tree); its prior and value
-are the run's start, frozen (``--teacher start``: the targets do not follow the network they
-train, the loop that drove the search trainer's collapse), or the network being trained
-(``--teacher online``). The search only advises; the game's reward, through PPO's advantage,
-still decides.
+Learners that copy the search's moves from the states the search plays (the search trainer in
+``experiments/search_trainer.py``, ``expert_iteration.py``) leave the greedy network within noise
+of its start or worse: the teacher's corrections do not generalise, and nothing pulls the rare
+actions back. This learner keeps PPO whole (its sampled moves, its clipped advantage, its
+entropy and exploration floor on the rare actions) and adds one term: on the states PPO's own
+rollout visits, the search proposes its improved policy, and the loss adds ``guide_kl`` x
+KL(search target || network policy), averaged over the searched rows. The search is
+``hm-eval``'s (the run's ``--search-*`` flags, honest by default, the canonical reward in the
+tree); its prior and value are the run's start, frozen (``--guide-teacher start``: the targets
+do not follow the network they train, the loop that drove the search trainer's collapse), or the
+network being trained (``online``). The search only advises; the game's reward, through PPO's
+advantage, still decides.
 
-It is PPO's ``make_update`` with its two injection points filled (``ppo.make_update``, actor
-and loss): the actor samples PPO's move and searches the first ``searched_envs`` games of the
-batch at every step (the search is most of the cost); the actor's ``extra`` ``(target,
-weight)`` rides with the rows to the loss (weight 1 on the searched rows, 0 elsewhere).
-
-    uv run python experiments/guided_ppo.py --teacher start --kl-coef 1 --searched-envs 32 \\
-        --init-params policies/default-cpu-42m-s1-vf0125 --lr 3e-4 --ent-coef 0.002 \\
-        --ent-coef-end 0.002 --explore-floor 0.001 --explore-floor-end 0.001 --seed 3 \\
-        --search-simulations 16 --search-determinizations 2 --search-considered 28 \\
-        --total-timesteps 5881856 --no-wandb
-
-Metrics beside PPO's (``train/...``): ``search_kl`` (KL from the target to the policy on the
-searched rows), ``override_frac`` (searched states whose target's argmax is not the network's).
+It is ``ppo.make_update`` with its two injection points filled: the actor samples PPO's move
+and searches the first ``guide_envs`` games of each device's share at every step (the search
+is most of the cost); the actor's ``extra`` ``(target, weight)`` rides with the rows to the
+loss (weight 1 on the searched rows, 0 elsewhere). Logged beside PPO's figures (``train/...``):
+``search_kl``, ``override_frac`` (searched states whose target's argmax is not the network's)
+and ``target_entropy``. specs/train.md §11 gives the measured reason for each default.
 """
 
 from __future__ import annotations
 
-import argparse
 import functools
-import sys
 
 import jax
 import jax.numpy as jnp
+
 from hackmatrix_train import ppo
+from hackmatrix_train.config import GUIDE_TEACHERS
+from hackmatrix_train.expert_iteration import masked_log_policy
 from hackmatrix_train.update import Learner
 
 
@@ -79,8 +73,6 @@ def search_kl(logits, mask, target, weight):
     ``logits``), and the weighted share of rows whose target's argmax is not the policy's.
     Its gradient in a row's logits is ``weight x (p - target)`` over the weights' sum: a step
     against it moves the policy toward the target."""
-    from hackmatrix_train.expert_iteration import masked_log_policy
-
     log_p = masked_log_policy(logits, mask)
     rows = jnp.sum(jnp.where(mask, target * (log_of(target) - log_p), 0.0), axis=-1)
     differs = jnp.argmax(target, -1) != jnp.argmax(jnp.where(mask, logits, -jnp.inf), -1)
@@ -105,27 +97,25 @@ def guided_loss(params, apply_fn, batch, adv, targets, *args, extra, kl_coef: fl
     return total + kl_coef * kl, aux
 
 
-TEACHERS = ("start", "online")  # the search's network: the run's start, frozen, or its own
-
-
 def start_params(cfg):
     """The params of the run's ``--init-params`` (a ``ValueError`` without one)."""
     from hackmatrix_train.policy import load_policy
 
     if not cfg.init_params:
-        raise ValueError("--teacher start searches with the run's start: give --init-params")
+        raise ValueError("--guide-teacher start searches with the run's start: give "
+                         "--init-params")  # fmt: skip
     return load_policy(cfg.init_params).params
 
 
 def learner(kl_coef: float, searched_envs: int, teacher: str = "start") -> Learner:
     """PPO with the search's KL term as ``trainer.make_train``'s ``learner``. ``teacher``: the
-    search's network, ``"start"`` (the run's ``--init-params``, frozen: the targets do not
-    follow the network they train) or ``"online"`` (the network being trained)."""
+    search's network, ``"start"`` (the run's ``--init-params``, frozen) or ``"online"`` (the
+    network being trained). ``kl_coef`` 0 computes and logs the term without its pull."""
     if kl_coef < 0 or searched_envs < 1:
-        raise ValueError(f"--kl-coef must be >= 0 and --searched-envs >= 1, got {kl_coef} and "
+        raise ValueError(f"--guide-kl must be >= 0 and --guide-envs >= 1, got {kl_coef} and "
                          f"{searched_envs}")  # fmt: skip
-    if teacher not in TEACHERS:
-        raise ValueError(f"--teacher must be one of {TEACHERS}, got {teacher!r}")
+    if teacher not in GUIDE_TEACHERS:
+        raise ValueError(f"--guide-teacher must be one of {GUIDE_TEACHERS}, got {teacher!r}")
 
     def make_update(cfg, apply_fn, env, env_params, axis_name=None, *, actor=None, loss=None):
         # loaded here, where JAX runs on the trainer's devices
@@ -140,31 +130,8 @@ def learner(kl_coef: float, searched_envs: int, teacher: str = "start") -> Learn
     return Learner(f"guided-ppo-{teacher}-kl{kl_coef:g}-{searched_envs}", make_update)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``hm-train``'s command line with this learner; ``--kl-coef``, ``--searched-envs`` and
-    ``--teacher`` are its own."""
-    from hackmatrix_train.cli import train as hm_train
-
-    p = argparse.ArgumentParser(add_help=False)
-    p.add_argument("--kl-coef", type=float, default=1.0)
-    p.add_argument("--searched-envs", type=int, default=32, help="games searched at every "
-                   "step, on each device")  # fmt: skip
-    p.add_argument("--teacher", default="start", choices=TEACHERS)
-    args, rest = p.parse_known_args(sys.argv[1:] if argv is None else argv)
-    try:
-        chosen = learner(args.kl_coef, args.searched_envs, args.teacher)
-    except ValueError as e:
-        print(f"guided_ppo: {e}", file=sys.stderr)
-        return 2
-    try:  # guided-..., where hm-train names ppo-...; a bad flag is hm-train's to explain
-        cfg, explicit = hm_train.config_from_args(hm_train.build_parser().parse_args(rest))
-        if not {"run_name", "resume"} & explicit:
-            rest = [*rest, "--run-name", f"guided-{cfg.network}-{cfg.num_envs}x{cfg.num_steps}"
-                    f"-s{cfg.seed}"]  # fmt: skip
-    except ValueError:
-        pass
-    return hm_train.main(rest, learner=chosen)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+def learner_of(cfg) -> Learner:
+    """The learner ``cfg`` asks for: guided PPO with ``--guide-kl`` > 0, else PPO's."""
+    if cfg.guide_kl > 0:
+        return learner(cfg.guide_kl, cfg.guide_envs, cfg.guide_teacher)
+    return ppo.LEARNER
