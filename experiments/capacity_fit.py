@@ -42,17 +42,9 @@ class Student(nn.Module):
 
     @nn.compact
     def __call__(self, obs):
-        from hackmatrix_train.network import neighbourhood_3x3
+        from hackmatrix_train.network import cells_with_player, neighbourhood_3x3
 
-        grid = obs.grid.astype(jnp.float32)
-        batch = grid.shape[:-3]
-        player = obs.player.astype(jnp.float32)
-        rc = jnp.clip(jnp.round(player[..., :2] * 5.0), 0, 5).astype(jnp.int32)
-        here = (jnp.arange(6)[:, None] == rc[..., 0, None, None]) & (
-            jnp.arange(6)[None, :] == rc[..., 1, None, None]
-        )
-        grid = jnp.concatenate([grid, here[..., None].astype(jnp.float32)], axis=-1)
-        x = grid.reshape((-1, 6, 6, grid.shape[-1]))
+        x, batch, player = cells_with_player(obs)
         x = nn.relu(_dense(self.cell_dim, np.sqrt(2), "cell")(x))
         x = nn.relu(_dense(self.cell_dim, np.sqrt(2), "conv")(neighbourhood_3x3(x)))
         for i in range(self.blocks):
@@ -150,33 +142,14 @@ def main() -> None:
     args = p.parse_args()
 
     import optax
-    from hackmatrix_train.cli import train as hm_train
-    from hackmatrix_train.compile_cache import default_cache_dir, enable
     from hackmatrix_train.guided import log_of
-    from hackmatrix_train.policy import load_policy
-    from hackmatrix_train.search import run_search, search_config_from_train
-    from target_noise import greedy_game_states
+    from target_noise import guided_teacher, pick, searched_states
 
-    enable(default_cache_dir())
-    cfg, _ = hm_train.config_from_args(hm_train.build_parser().parse_args(["--recipe", "guided"]))
-    start = load_policy(cfg.init_params)
-    search_cfg = search_config_from_train(cfg)
-    search = jax.jit(lambda key, part: run_search(start.apply_fn, search_cfg, start.params, key,
-                                                  part).policy_target)  # fmt: skip
-    pick = lambda tree, rows: jax.tree.map(lambda x: x[rows], tree)  # noqa: E731
+    start, _, search = guided_teacher()
 
     def searched(games, seed, draws):
-        states, obs, alive = greedy_game_states(start, games, args.moves, seed)
-        live = np.flatnonzero(np.asarray(alive))
-        live = live[: len(live) // args.chunk * args.chunk]
-        states, obs = pick(states, live), pick(obs, live)
-        targets = []
-        for d in range(draws):
-            key = jax.random.key(seed * 100 + d)
-            parts = [search(jax.random.fold_in(key, i), pick(states, slice(i, i + args.chunk)))
-                     for i in range(0, len(live), args.chunk)]  # fmt: skip
-            targets.append(np.concatenate([np.asarray(x) for x in parts]))
-        return obs, np.stack(targets)
+        return searched_states(start, search, games, args.moves, seed, draws, args.chunk,
+                               seed * 100)  # fmt: skip
 
     train_obs, train_t = searched(args.games, 11, 1)
     held_obs, held_t = searched(args.held_games, 12, args.draws)

@@ -29,33 +29,6 @@ class Tempered:
         return logits / self.temperature, value
 
 
-def greedy_states(policy, games: int, moves: int, seed: int):
-    """The observations of ``games`` greedy games of ``policy`` over ``moves`` moves (leaves
-    [moves * games, ...]) and whether each game was still running (bool[moves * games])."""
-    import jax
-    import jax.numpy as jnp
-    from hackmatrix_env import HackMatrix
-    from hackmatrix_train.search import MASKED_LOGIT
-
-    env = HackMatrix()
-    keys = jax.random.split(jax.random.key(seed), games)
-    obs, state = jax.vmap(env.reset, in_axes=(0, None))(keys, policy.env_params)
-
-    def step(carry, key):
-        obs, state, alive = carry
-        logits, _ = policy.apply_fn(policy.params, obs)
-        action = jnp.argmax(jnp.where(obs.action_mask, logits, MASKED_LOGIT), -1)
-        keys = jax.random.split(key, games)
-        nxt, state, _, term, trunc, _ = jax.vmap(env.step, in_axes=(0, 0, 0, None))(
-            keys, state, action, policy.env_params
-        )
-        return (nxt, state, alive & ~(term | trunc)), (obs, alive)
-
-    run = jax.jit(lambda o, s, k: jax.lax.scan(step, (o, s, jnp.ones(games, bool)), k)[1])
-    seen, alive = run(obs, state, jax.random.split(jax.random.key(seed + 1), moves))
-    return jax.tree.map(lambda x: x.reshape((-1, *x.shape[2:])), seen), alive.reshape(-1)
-
-
 def mean_entropy(apply_fn, params, obs, alive, temperature: float) -> float:
     """The mean entropy of the masked policy at ``temperature`` over the live states."""
     import jax
@@ -85,11 +58,12 @@ def main() -> None:
     from hackmatrix_train.compile_cache import default_cache_dir, enable
     from hackmatrix_train.policy import evaluate_checkpoint, load_policy
     from hackmatrix_train.tables import format_summaries
+    from target_noise import greedy_game_states
 
     enable(default_cache_dir())
     if args.entropy:
         start = load_policy(args.checkpoint)
-        obs, alive = greedy_states(start, 128, 128, 7)
+        _, obs, alive = greedy_game_states(start, 128, 128, 7)
         for path in [args.checkpoint, *args.compare]:
             policy = start if path == args.checkpoint else load_policy(path)
             figures = {t: mean_entropy(policy.apply_fn, policy.params, obs, alive, t)

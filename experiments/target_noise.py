@@ -47,6 +47,51 @@ def greedy_game_states(policy, games: int, moves: int, seed: int):
     return flat(states), flat(seen), alive.reshape(-1)
 
 
+def guided_teacher():
+    """``(start, search_cfg, search)``: the start of ``--recipe guided``, its search settings
+    and its search, jitted: ``search(key, states) -> policy_target``."""
+    import jax
+    from hackmatrix_train.cli import train as hm_train
+    from hackmatrix_train.compile_cache import default_cache_dir, enable
+    from hackmatrix_train.policy import load_policy
+    from hackmatrix_train.search import run_search, search_config_from_train
+
+    enable(default_cache_dir())
+    cfg, _ = hm_train.config_from_args(hm_train.build_parser().parse_args(["--recipe", "guided"]))
+    start = load_policy(cfg.init_params)
+    search_cfg = search_config_from_train(cfg)
+    search = jax.jit(lambda key, part: run_search(start.apply_fn, search_cfg, start.params, key,
+                                                  part).policy_target)  # fmt: skip
+    return start, search_cfg, search
+
+
+def pick(tree, rows):
+    """The rows ``rows`` of every leaf of ``tree``."""
+    import jax
+
+    return jax.tree.map(lambda x: x[rows], tree)
+
+
+def searched_states(start, search, games, moves, seed, draws, chunk, key_base):
+    """The live states of ``games`` greedy games of the start (whole chunks of ``chunk``: one
+    compiled search), their observations and ``draws`` searches of each, the draw ``d`` keyed
+    ``key_base + d`` (f32[draws, states, actions])."""
+    import jax
+    import numpy as np
+
+    states, obs, alive = greedy_game_states(start, games, moves, seed)
+    live = np.flatnonzero(np.asarray(alive))
+    live = live[: len(live) // chunk * chunk]
+    states, obs = pick(states, live), pick(obs, live)
+    targets = []
+    for d in range(draws):
+        key = jax.random.key(key_base + d)
+        parts = [search(jax.random.fold_in(key, i), pick(states, slice(i, i + chunk)))
+                 for i in range(0, len(live), chunk)]  # fmt: skip
+        targets.append(np.concatenate([np.asarray(x) for x in parts]))
+    return obs, np.stack(targets)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--compare", nargs="*", default=[], help="trained checkpoints to measure")
@@ -60,37 +105,18 @@ def main() -> None:
     import jax
     import jax.numpy as jnp
     import numpy as np
-    from hackmatrix_train.cli import train as hm_train
-    from hackmatrix_train.compile_cache import default_cache_dir, enable
     from hackmatrix_train.expert_iteration import masked_log_policy
     from hackmatrix_train.guided import log_of
     from hackmatrix_train.policy import load_policy
-    from hackmatrix_train.search import run_search, search_config_from_train
 
-    enable(default_cache_dir())
-    cfg, _ = hm_train.config_from_args(hm_train.build_parser().parse_args(["--recipe", "guided"]))
-    start = load_policy(cfg.init_params)
-    search_cfg = search_config_from_train(cfg)
-    states, obs, alive = greedy_game_states(start, args.games, args.moves, args.seed)
-    live = np.flatnonzero(np.asarray(alive))
-    live = live[: len(live) // args.chunk * args.chunk]  # whole chunks: one compiled search
-    pick = lambda tree, rows: jax.tree.map(lambda x: x[rows], tree)  # noqa: E731
-    states, obs = pick(states, live), pick(obs, live)
+    start, search_cfg, search = guided_teacher()
+    obs, targets = searched_states(start, search, args.games, args.moves, args.seed, args.draws,
+                                   args.chunk, 1000)  # fmt: skip
     mask = np.asarray(obs.action_mask)
-    print(f"{len(live)} live states of {args.games} greedy games; {args.draws} draws each; "
-          f"search {search_cfg.num_simulations} simulations, {search_cfg.determinizations} "
-          f"trees, {search_cfg.max_num_considered_actions} considered, {search_cfg.mode}",
-          flush=True)  # fmt: skip
-
-    search = jax.jit(lambda key, part: run_search(start.apply_fn, search_cfg, start.params, key,
-                                                  part).policy_target)  # fmt: skip
-    draws = []
-    for d in range(args.draws):
-        key = jax.random.key(1000 + d)
-        parts = [search(jax.random.fold_in(key, i), pick(states, slice(i, i + args.chunk)))
-                 for i in range(0, len(live), args.chunk)]  # fmt: skip
-        draws.append(np.concatenate([np.asarray(x) for x in parts]))
-    targets = np.stack(draws)  # [draws, states, actions]
+    print(f"{targets.shape[1]} live states of {args.games} greedy games; {args.draws} draws "
+          f"each; search {search_cfg.num_simulations} simulations, "
+          f"{search_cfg.determinizations} trees, {search_cfg.max_num_considered_actions} "
+          f"considered, {search_cfg.mode}", flush=True)  # fmt: skip
     mean_target = targets.mean(0)
 
     def kl_to(log_q):
@@ -106,13 +132,13 @@ def main() -> None:
           f"target's on {split:.1%} of states; target entropy "
           f"{float(-(targets * np.asarray(log_of(jnp.asarray(targets)))).sum(-1).mean()):.3f}",
           flush=True)  # fmt: skip
-    for path in [cfg.init_params, *args.compare]:
-        policy = start if path == cfg.init_params else load_policy(path)
+    for path in [None, *args.compare]:
+        policy = start if path is None else load_policy(path)
         logits, _ = jax.jit(policy.apply_fn)(policy.params, obs)
         log_p = masked_log_policy(logits, jnp.asarray(mask))
         argmax = np.asarray(jnp.argmax(jnp.where(mask, logits, -jnp.inf), -1))
         entropy = float(jnp.sum(jnp.where(mask, -jnp.exp(log_p) * log_p, 0.0), -1).mean())
-        print(f"{path}: KL(t_k || policy) {kl_to(log_p):.4f} (above the floor "
+        print(f"{path or 'the start'}: KL(t_k || policy) {kl_to(log_p):.4f} (above the floor "
               f"{kl_to(log_p) - floor:.4f}); argmax differs from a draw's "
               f"{float((draw_argmax != argmax[None]).mean()):.1%}, from the mean target's "
               f"{float((mean_target.argmax(-1) != argmax).mean()):.1%}; entropy {entropy:.3f}",

@@ -97,6 +97,23 @@ def neighbourhood_3x3(x: jax.Array) -> jax.Array:
     return jnp.concatenate(shifts, axis=-1)
 
 
+def cells_with_player(obs) -> tuple[jax.Array, tuple[int, ...], jax.Array]:
+    """``(cells, batch, player)``: the grid's channels with a player-position plane added,
+    f32[-1, 6, 6, C + 1] (the batch flattened), the batch shape, and the player vector as f32."""
+    grid = obs.grid.astype(jnp.float32)
+    if grid.ndim < 3 or grid.shape[-3:-1] != (6, 6):
+        raise ValueError(f"GridEncoder needs grid f32[..., 6, 6, C], got {grid.shape}")
+    batch = grid.shape[:-3]
+    player = obs.player.astype(jnp.float32)
+    # player-position plane: player[0:2] = (row/5, col/5) (interface §3.2)
+    rc = jnp.clip(jnp.round(player[..., :2] * 5.0), 0, 5).astype(jnp.int32)
+    here = (jnp.arange(6)[:, None] == rc[..., 0, None, None]) & (
+        jnp.arange(6)[None, :] == rc[..., 1, None, None]
+    )
+    grid = jnp.concatenate([grid, here[..., None].astype(jnp.float32)], axis=-1)
+    return grid.reshape((-1, 6, 6, grid.shape[-1])), batch, player
+
+
 class GridEncoder(nn.Module):
     """Cell embedding + 3x3 neighbourhood layer over the 6x6 grid, trunk, actor/critic heads.
 
@@ -114,18 +131,7 @@ class GridEncoder(nn.Module):
 
     @nn.compact
     def __call__(self, obs):
-        grid = obs.grid.astype(jnp.float32)
-        if grid.ndim < 3 or grid.shape[-3:-1] != (6, 6):
-            raise ValueError(f"GridEncoder needs grid f32[..., 6, 6, C], got {grid.shape}")
-        batch = grid.shape[:-3]
-        player = obs.player.astype(jnp.float32)
-        # player-position plane: player[0:2] = (row/5, col/5) (interface §3.2)
-        rc = jnp.clip(jnp.round(player[..., :2] * 5.0), 0, 5).astype(jnp.int32)
-        here = (jnp.arange(6)[:, None] == rc[..., 0, None, None]) & (
-            jnp.arange(6)[None, :] == rc[..., 1, None, None]
-        )
-        grid = jnp.concatenate([grid, here[..., None].astype(jnp.float32)], axis=-1)
-        x = grid.reshape((-1, 6, 6, grid.shape[-1]))
+        x, batch, player = cells_with_player(obs)
         x = nn.relu(_dense(self.cell_dim, np.sqrt(2))(x))
         x = nn.relu(_dense(self.cell_dim, np.sqrt(2))(neighbourhood_3x3(x)))
         x = x.reshape((*batch, 36 * self.cell_dim))
