@@ -43,8 +43,8 @@ def build_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     p.add_argument(
         "--recipe", metavar="NAME|FILE",
-        help="a recipe shipped with the trainer (depth, guided, programs, reference) or a TOML file of "
-        "settings that replace the defaults; flags given override it",
+        help="a recipe shipped with the trainer (depth, guided, programs, reference) or a TOML "
+        "file of settings that replace the defaults; flags given override it",
     )  # fmt: skip
     groups = {MAIN: p, LENGTH: p.add_mutually_exclusive_group()}  # a length or a time budget
     groups.update({k: p.add_argument_group(*v) for k, v in GROUPS.items()})
