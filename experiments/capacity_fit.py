@@ -90,11 +90,9 @@ def grow(start: dict, template: dict, old_cell: int) -> dict:
         k = out["params"][name]["kernel"]
         rows = rows_of(name, old_cell, new_cell, kernel.shape[0])
         new_rows = np.setdiff1d(np.arange(k.shape[0]), rows)
-        k[new_rows, : kernel.shape[1]] = 0.0  # new inputs do not reach the old units
+        k[new_rows, : kernel.shape[1]] = 0.0  # new inputs reach no old unit nor an output
         k[np.ix_(rows, np.arange(kernel.shape[1]))] = kernel
         out["params"][name]["bias"][: bias.shape[0]] = bias
-        if name in ("logits", "value"):  # nor into the outputs
-            k[new_rows] = 0.0
     return jax.tree.map(jnp.asarray, out)
 
 

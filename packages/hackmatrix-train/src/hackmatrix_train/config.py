@@ -375,16 +375,20 @@ def validate(cfg: TrainConfig, num_devices: int = 1) -> None:
     disabled_actions(cfg)  # a clear error for an unknown program name
 
 
+def check_guide(kl: float, envs: int, teacher: str) -> None:
+    """A ``ValueError`` naming the flag of a bad search-guidance value (``guided.learner``)."""
+    if not (math.isfinite(kl) and kl >= 0):
+        raise ValueError(f"--guide-kl must be >= 0 (0: plain PPO), got {kl}")
+    if envs < 1:
+        raise ValueError(f"--guide-envs must be >= 1, got {envs}")
+    if teacher not in GUIDE_TEACHERS:
+        raise ValueError(f"--guide-teacher must be one of {GUIDE_TEACHERS}, got {teacher!r}")
+
+
 def validate_guide(cfg: TrainConfig) -> None:
     """A ``ValueError`` for a bad search-guidance setting (``guided.py``); ``hm-train`` checks
     them before it sets up devices, since a guided run without its start fails at once."""
-    if not (math.isfinite(cfg.guide_kl) and cfg.guide_kl >= 0):
-        raise ValueError(f"--guide-kl must be >= 0 (0: plain PPO), got {cfg.guide_kl}")
-    if cfg.guide_envs < 1:
-        raise ValueError(f"--guide-envs must be >= 1, got {cfg.guide_envs}")
-    if cfg.guide_teacher not in GUIDE_TEACHERS:
-        raise ValueError(f"--guide-teacher must be one of {GUIDE_TEACHERS}, got "
-                         f"{cfg.guide_teacher!r}")  # fmt: skip
+    check_guide(cfg.guide_kl, cfg.guide_envs, cfg.guide_teacher)
     if cfg.guide_kl > 0 and cfg.guide_teacher == "start" and not cfg.init_params:
         raise ValueError("--guide-teacher start searches with the run's start: give "
                          "--init-params (or --guide-teacher online)")  # fmt: skip

@@ -30,7 +30,7 @@ import jax
 import jax.numpy as jnp
 
 from hackmatrix_train import ppo
-from hackmatrix_train.config import GUIDE_TEACHERS
+from hackmatrix_train.config import check_guide
 from hackmatrix_train.expert_iteration import masked_log_policy
 from hackmatrix_train.update import Learner
 
@@ -111,11 +111,7 @@ def learner(kl_coef: float, searched_envs: int, teacher: str = "start") -> Learn
     """PPO with the search's KL term as ``trainer.make_train``'s ``learner``. ``teacher``: the
     search's network, ``"start"`` (the run's ``--init-params``, frozen) or ``"online"`` (the
     network being trained). ``kl_coef`` 0 computes and logs the term without its pull."""
-    if kl_coef < 0 or searched_envs < 1:
-        raise ValueError(f"--guide-kl must be >= 0 and --guide-envs >= 1, got {kl_coef} and "
-                         f"{searched_envs}")  # fmt: skip
-    if teacher not in GUIDE_TEACHERS:
-        raise ValueError(f"--guide-teacher must be one of {GUIDE_TEACHERS}, got {teacher!r}")
+    check_guide(kl_coef, searched_envs, teacher)
 
     def make_update(cfg, apply_fn, env, env_params, axis_name=None, *, actor=None, loss=None):
         # loaded here, where JAX runs on the trainer's devices
