@@ -93,6 +93,8 @@ def test_a_bad_learner_setting_is_refused():
         ({"guide_kl": 1.0, "guide_envs": 0, "init_params": "p"}, "--guide-envs must be >= 1"),
         ({"guide_kl": 1.0, "guide_teacher": "anchor", "init_params": "p"}, "--guide-teacher"),
         ({"guide_kl": 1.0}, "give --init-params"),  # the frozen start needs a start
+        ({"guide_bonus": -5.0}, "--guide-bonus must be >= 0"),
+        ({"guide_bonus": float("inf")}, "--guide-bonus must be >= 0"),
     ],
 )
 def test_the_config_refuses_a_bad_guide_setting(fields, message):
@@ -118,6 +120,39 @@ def test_the_config_chooses_the_learner_and_names_the_run():
     assert default_run_name(online).startswith("guided-")
     with pytest.raises(ValueError, match="--guide-kl chooses the guided learner"):
         make_train(online, learner=PPO, devices=jax.devices()[:1])
+    bonus = online.replace(guide_bonus=5.0)
+    assert guided.learner_of(bonus).name == "guided-ppo-online-kl0.5-8-bonus5"
+
+
+def test_the_tree_bonus_reaches_the_teachers_search(monkeypatch):
+    """``--guide-bonus``: the teacher's tree rewards each program acquired with the bonus, in
+    the run's counting (UNDO aside or not); without it the tree's reward is the canonical one.
+    The rest of the search is the run's ``--search-*``; unsearched games get no target."""
+    from hackmatrix_env import HackMatrix
+
+    env = HackMatrix()
+    keys = jax.random.split(jax.random.key(0), 2)
+    obs, state = jax.vmap(env.reset, in_axes=(0, None))(keys, env.default_params)
+    seen = []
+
+    def recording_search(apply_fn, search_cfg, params, key, part):
+        seen.append(search_cfg)
+        return _last_legal_search(apply_fn, search_cfg, params, key, part)
+
+    def sample_actor(cfg, apply_fn):  # PPO's move: not what this test is about
+        return lambda params, obs, state, key: (jnp.zeros(2, jnp.int32),) + (jnp.zeros(2),) * 3
+
+    monkeypatch.setattr(guided.ppo, "sample_actor", sample_actor)
+    cfg = plain_ppo(disabled_programs=("undo",), search_simulations=4)
+    for bonus in (0.0, 5.0):
+        act = guided.guided_actor(cfg, None, 1, search=recording_search, tree_bonus=bonus,
+                                  teacher_params={})  # fmt: skip
+        _, _, _, (target, weight) = act({}, obs, state, jax.random.key(1))
+        assert weight.tolist() == [1.0, 0.0] and float(target[1].sum()) == 0.0
+        assert float(target[0].sum()) == pytest.approx(1.0)
+    assert [c.program_bonus for c in seen] == [0.0, 5.0]
+    assert all(c.program_bonus_skips_undo == bool(cfg.program_terms_skip_undo) for c in seen)
+    assert all(c.num_simulations == 4 and c.disabled == (14,) for c in seen)
 
 
 def _last_legal_search(apply_fn, search_cfg, params, key, state):

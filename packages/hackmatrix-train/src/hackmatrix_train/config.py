@@ -165,6 +165,9 @@ class TrainConfig:
     guide_teacher: str = flag("start", "the search's network: start (the run's --init-params, "
                               "frozen) or online (the network being trained)", GUIDE,
                               choices=GUIDE_TEACHERS)  # fmt: skip
+    guide_bonus: float = flag(0.0, "the search's tree adds this per program acquired (UNDO "
+                              "aside, as --program-terms-skip-undo) to its rewards: the bonus "
+                              "its network's value learned (0: the canonical reward)", GUIDE)
     # network
     network: str = flag("grid", "mlp (flattened obs) or grid (conv over 6x6 cells)",
                         choices=NETWORKS)  # fmt: skip
@@ -375,8 +378,10 @@ def validate(cfg: TrainConfig, num_devices: int = 1) -> None:
     disabled_actions(cfg)  # a clear error for an unknown program name
 
 
-def check_guide(kl: float, envs: int, teacher: str) -> None:
+def check_guide(kl: float, envs: int, teacher: str, bonus: float = 0.0) -> None:
     """A ``ValueError`` naming the flag of a bad search-guidance value (``guided.learner``)."""
+    if not (math.isfinite(bonus) and bonus >= 0):
+        raise ValueError(f"--guide-bonus must be >= 0 (0: the canonical reward), got {bonus}")
     if not (math.isfinite(kl) and kl >= 0):
         raise ValueError(f"--guide-kl must be >= 0 (0: plain PPO), got {kl}")
     if envs < 1:
@@ -388,7 +393,7 @@ def check_guide(kl: float, envs: int, teacher: str) -> None:
 def validate_guide(cfg: TrainConfig) -> None:
     """A ``ValueError`` for a bad search-guidance setting (``guided.py``); ``hm-train`` checks
     them before it sets up devices, since a guided run without its start fails at once."""
-    check_guide(cfg.guide_kl, cfg.guide_envs, cfg.guide_teacher)
+    check_guide(cfg.guide_kl, cfg.guide_envs, cfg.guide_teacher, cfg.guide_bonus)
     if cfg.guide_kl > 0 and cfg.guide_teacher == "start" and not cfg.init_params:
         raise ValueError("--guide-teacher start searches with the run's start: give "
                          "--init-params (or --guide-teacher online)")  # fmt: skip

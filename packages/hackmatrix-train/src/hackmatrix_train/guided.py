@@ -9,7 +9,7 @@ entropy and exploration floor on the rare actions) and adds one term: on the sta
 rollout visits, the search proposes its improved policy, and the loss adds ``guide_kl`` x
 KL(search target || network policy), averaged over the searched rows. The search is
 ``hm-eval``'s (the run's ``--search-*`` flags, honest by default, the canonical reward in the
-tree); its prior and value are the run's start, frozen (``--guide-teacher start``: the targets
+tree unless ``--guide-bonus`` adds the program bonus the teacher's value learned); its prior and value are the run's start, frozen (``--guide-teacher start``: the targets
 do not follow the network they train, the loop that drove the search trainer's collapse), or the
 network being trained (``online``). The search only advises; the game's reward, through PPO's
 advantage, still decides.
@@ -24,6 +24,7 @@ and ``target_entropy``. specs/train.md §11 gives the measured reason for each d
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import jax
@@ -35,17 +36,22 @@ from hackmatrix_train.expert_iteration import masked_log_policy
 from hackmatrix_train.update import Learner
 
 
-def guided_actor(cfg, apply_fn, searched_envs: int, search=None, teacher_params=None):
+def guided_actor(cfg, apply_fn, searched_envs: int, search=None, teacher_params=None,
+                 tree_bonus: float = 0.0):
     """``act(params, obs, env_state, key) -> (action, log_prob, value, (target, weight))``:
     PPO's sampled move (``ppo.sample_actor``), and the search's improved policy on the first
     ``searched_envs`` games of the device's share (``target`` f32[N, A], 0 on the rest;
     ``weight`` f32[N], 1 on the searched rows). ``search`` is ``run_search``-shaped (None:
     ``search.run_search``). The search's prior and value are ``teacher_params`` (a frozen
-    network, e.g. the start's), or with None the network being trained."""
+    network, e.g. the start's), or with None the network being trained. ``tree_bonus``: a
+    reward per program acquired in the tree (``--guide-bonus``): a value trained with the
+    program bonus counts the programs still to come, so a tree on the canonical reward alone
+    sees each program it acquires as that bonus lost."""
     from hackmatrix_train.search import run_search, search_config_from_train
 
     search = search or run_search
-    search_cfg = search_config_from_train(cfg)  # hm-eval's search: the --search-* flags
+    # hm-eval's search (the --search-* flags), its tree's rewards in the teacher's value's units
+    search_cfg = dataclasses.replace(search_config_from_train(cfg), program_bonus=tree_bonus)
     sample = ppo.sample_actor(cfg, apply_fn)
 
     def act(params, obs, env_state, key):
@@ -107,27 +113,31 @@ def start_params(cfg):
     return load_policy(cfg.init_params).params
 
 
-def learner(kl_coef: float, searched_envs: int, teacher: str = "start") -> Learner:
+def learner(kl_coef: float, searched_envs: int, teacher: str = "start",
+            tree_bonus: float = 0.0) -> Learner:
     """PPO with the search's KL term as ``trainer.make_train``'s ``learner``. ``teacher``: the
     search's network, ``"start"`` (the run's ``--init-params``, frozen) or ``"online"`` (the
-    network being trained). ``kl_coef`` 0 computes and logs the term without its pull."""
-    check_guide(kl_coef, searched_envs, teacher)
+    network being trained); ``tree_bonus``: ``guided_actor``'s. ``kl_coef`` 0 computes and
+    logs the term without its pull."""
+    check_guide(kl_coef, searched_envs, teacher, tree_bonus)
 
     def make_update(cfg, apply_fn, env, env_params, axis_name=None, *, actor=None, loss=None):
         # loaded here, where JAX runs on the trainer's devices
         teacher_params = start_params(cfg) if teacher == "start" else None
         actor = actor or functools.partial(
-            guided_actor, searched_envs=searched_envs, teacher_params=teacher_params
+            guided_actor, searched_envs=searched_envs, teacher_params=teacher_params,
+            tree_bonus=tree_bonus,
         )
         loss = loss or functools.partial(guided_loss, kl_coef=kl_coef)
         return ppo.make_update(cfg, apply_fn, env, env_params, axis_name, actor=actor, loss=loss)
 
     # a checkpoint records the name, and a resume must name the same: so do the settings
-    return Learner(f"guided-ppo-{teacher}-kl{kl_coef:g}-{searched_envs}", make_update)
+    bonus = f"-bonus{tree_bonus:g}" if tree_bonus else ""
+    return Learner(f"guided-ppo-{teacher}-kl{kl_coef:g}-{searched_envs}{bonus}", make_update)
 
 
 def learner_of(cfg) -> Learner:
     """The learner ``cfg`` asks for: guided PPO with ``--guide-kl`` > 0, else PPO's."""
     if cfg.guide_kl > 0:
-        return learner(cfg.guide_kl, cfg.guide_envs, cfg.guide_teacher)
+        return learner(cfg.guide_kl, cfg.guide_envs, cfg.guide_teacher, cfg.guide_bonus)
     return ppo.LEARNER
