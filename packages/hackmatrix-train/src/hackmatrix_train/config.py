@@ -167,7 +167,8 @@ class TrainConfig:
                               choices=GUIDE_TEACHERS)  # fmt: skip
     guide_bonus: float = flag(0.0, "the search's tree adds this per program acquired (UNDO "
                               "aside, as --program-terms-skip-undo) to its rewards: the bonus "
-                              "its network's value learned (0: the canonical reward)", GUIDE)
+                              "its network's value learned (0: the canonical reward)",
+                              GUIDE)  # fmt: skip
     # network
     network: str = flag("grid", "mlp (flattened obs) or grid (conv over 6x6 cells)",
                         choices=NETWORKS)  # fmt: skip

@@ -36,8 +36,9 @@ from hackmatrix_train.expert_iteration import masked_log_policy
 from hackmatrix_train.update import Learner
 
 
-def guided_actor(cfg, apply_fn, searched_envs: int, search=None, teacher_params=None,
-                 tree_bonus: float = 0.0):
+def guided_actor(
+    cfg, apply_fn, searched_envs: int, search=None, teacher_params=None, tree_bonus: float = 0.0
+):
     """``act(params, obs, env_state, key) -> (action, log_prob, value, (target, weight))``:
     PPO's sampled move (``ppo.sample_actor``), and the search's improved policy on the first
     ``searched_envs`` games of the device's share (``target`` f32[N, A], 0 on the rest;
@@ -113,8 +114,9 @@ def start_params(cfg):
     return load_policy(cfg.init_params).params
 
 
-def learner(kl_coef: float, searched_envs: int, teacher: str = "start",
-            tree_bonus: float = 0.0) -> Learner:
+def learner(
+    kl_coef: float, searched_envs: int, teacher: str = "start", tree_bonus: float = 0.0
+) -> Learner:
     """PPO with the search's KL term as ``trainer.make_train``'s ``learner``. ``teacher``: the
     search's network, ``"start"`` (the run's ``--init-params``, frozen) or ``"online"`` (the
     network being trained); ``tree_bonus``: ``guided_actor``'s. ``kl_coef`` 0 computes and
@@ -125,7 +127,9 @@ def learner(kl_coef: float, searched_envs: int, teacher: str = "start",
         # loaded here, where JAX runs on the trainer's devices
         teacher_params = start_params(cfg) if teacher == "start" else None
         actor = actor or functools.partial(
-            guided_actor, searched_envs=searched_envs, teacher_params=teacher_params,
+            guided_actor,
+            searched_envs=searched_envs,
+            teacher_params=teacher_params,
             tree_bonus=tree_bonus,
         )
         loss = loss or functools.partial(guided_loss, kl_coef=kl_coef)
