@@ -9,9 +9,10 @@ entropy and exploration floor on the rare actions) and adds one term: on the sta
 rollout visits, the search proposes its improved policy, and the loss adds ``guide_kl`` x
 KL(search target || network policy), averaged over the searched rows. The search is
 ``hm-eval``'s (the run's ``--search-*`` flags, honest by default, the canonical reward in the
-tree unless ``--guide-bonus`` adds the program bonus the teacher's value learned); its prior and value are the run's start, frozen (``--guide-teacher start``: the targets
-do not follow the network they train, the loop that drove the search trainer's collapse), or the
-network being trained (``online``). The search only advises; the game's reward, through PPO's
+tree unless ``--guide-bonus`` adds the program bonus the teacher's value learned); its prior
+and value are the run's start, frozen (``--guide-teacher start``: the targets do not follow the
+network they train, the loop that drove the search trainer's collapse), or the network being
+trained (``online``). The search only advises; the game's reward, through PPO's
 advantage, still decides.
 
 It is ``ppo.make_update`` with its two injection points filled: the actor samples PPO's move
