@@ -9,6 +9,7 @@ import sys
 import textwrap
 
 import pytest
+from hackmatrix_train.policy import SHIPPED_POLICY
 
 # Runs a command's main with an import hook that prints a marker and ends the process at the
 # first import of a slow library: what the command printed before it is what a user sees first.
@@ -34,7 +35,7 @@ SCRIPT = textwrap.dedent(
 @pytest.mark.parametrize(
     ("module", "argv", "first"),
     [
-        ("evaluate", ["--episodes", "1"], "evaluating default-cpu-42m-s1-vf0125: 1 greedy"),
+        ("evaluate", ["--episodes", "1"], f"evaluating {SHIPPED_POLICY}: 1 greedy"),
         ("evaluate", ["--random", "--episodes", "2"], "evaluating no checkpoint: 2 random"),
         ("watch", ["--episodes", "1", "--out", "{tmp}/r.html"], "hm-watch: loading the game"),
         ("play", [], "hm-play: loading the game"),
