@@ -8,11 +8,13 @@ from pathlib import Path
 
 import pytest
 from hackmatrix_train.config import RUN_BOOKKEEPING, TrainConfig
-from hackmatrix_train.policy import evaluate_checkpoint
+from hackmatrix_train.policy import SHIPPED_POLICY, evaluate_checkpoint
+from hackmatrix_train.recipe import apply_recipe, load_recipe
 
 POLICIES = Path(__file__).resolve().parents[2] / "policies"
 DEFAULT_POLICY = POLICIES / "default-cpu-42m-s1-vf0125"  # the default recipe on the 2-core CPU
 GPU_POLICY = POLICIES / "default-h100-579m"  # the default recipe, value weight 0.5, one H100
+GUIDED_POLICY = POLICIES / "guided-cpu-6m-s3-bonus5"  # the shipped agent: the default, guided
 # Set per run, not by the recipe: its length, seed, batch width (and what auto-scaling made of it)
 PER_RUN = {"total_timesteps", "time_budget", "seed", "num_envs", "num_minibatches",
            "update_epochs", "notes", "run_name", "init_params", "final_eval_episodes"}  # fmt: skip
@@ -20,15 +22,17 @@ PER_RUN = {"total_timesteps", "time_budget", "seed", "num_envs", "num_minibatche
 
 def test_the_shipped_policies_are_the_ones_the_readme_uses():
     assert sorted(p.name for p in POLICIES.iterdir() if p.is_dir()) == sorted(
-        [DEFAULT_POLICY.name, GPU_POLICY.name]
+        [DEFAULT_POLICY.name, GPU_POLICY.name, GUIDED_POLICY.name]
     )
+    assert GUIDED_POLICY.name == SHIPPED_POLICY
 
 
-def recipe_of(policy: Path, **but) -> TrainConfig:
-    """The policy's training config, checked to be the default recipe (``TrainConfig()``, with
-    the fields ``but`` names replaced) in every field but those set per run and bookkeeping."""
+def recipe_of(policy: Path, recipe: TrainConfig | None = None, **but) -> TrainConfig:
+    """The policy's training config, checked to be ``recipe`` (default: the default recipe,
+    ``TrainConfig()``), with the fields ``but`` names replaced, in every field but those set
+    per run and bookkeeping."""
     cfg = TrainConfig.from_dict(json.loads((policy / "params.json").read_text())["config"])
-    want = TrainConfig().replace(**but)
+    want = (recipe or TrainConfig()).replace(**but)
     for key in TrainConfig.__dataclass_fields__:
         if key not in PER_RUN and key not in RUN_BOOKKEEPING and not key.startswith("search_"):
             assert getattr(cfg, key) == getattr(want, key), key
@@ -38,6 +42,12 @@ def recipe_of(policy: Path, **but) -> TrainConfig:
 @pytest.fixture(scope="module")
 def random_play():
     return evaluate_checkpoint(str(DEFAULT_POLICY), random=True, episodes=16, seed=0)
+
+
+@pytest.fixture(scope="module")
+def default_play():
+    """The default CPU policy's first 64 greedy episodes of key 0."""
+    return evaluate_checkpoint(str(DEFAULT_POLICY), greedy=True, episodes=64, seed=0)
 
 
 def assert_deep_with_programs_without_undo(policy, random, stage, gain, programs):
@@ -53,7 +63,9 @@ def assert_deep_with_programs_without_undo(policy, random, stage, gain, programs
     assert policy["stage_completions_by_undo_quirk"] == 0 and policy["unfinished"] == 0
 
 
-def test_the_default_cpu_policy_plays_deep_with_programs_and_wins_by_the_exit(random_play):
+def test_the_default_cpu_policy_plays_deep_with_programs_and_wins_by_the_exit(
+    random_play, default_play
+):
     """`hm-train --seed 1 --total-timesteps 42262528` (the default recipe, for the length an
     earlier default's 50-min budget planned on seed 1): its figures are 256 episodes (stage 5.09,
     stage 5+ 61 %, 3.85 non-UNDO programs per episode over 16 programs, 8 wins by the exit); the
@@ -62,9 +74,28 @@ def test_the_default_cpu_policy_plays_deep_with_programs_and_wins_by_the_exit(ra
     cfg = recipe_of(DEFAULT_POLICY)
     assert cfg.num_envs == 256 and cfg.seed == 1 and cfg.vf_coef == 0.125
     assert cfg.total_timesteps == 42_262_528 and cfg.time_budget is None
-    policy = evaluate_checkpoint(str(DEFAULT_POLICY), greedy=True, episodes=64, seed=0)
-    assert_deep_with_programs_without_undo(policy, random_play, 4.9, 20, 3.5)
-    assert policy["win_rate_without_quirk"] >= 2 / 64
+    assert_deep_with_programs_without_undo(default_play, random_play, 4.9, 20, 3.5)
+    assert default_play["win_rate_without_quirk"] >= 2 / 64
+
+
+def test_the_shipped_agent_is_the_default_guided_by_a_search_that_values_programs(
+    random_play, default_play
+):
+    """`hm-train --recipe guided --guide-bonus 5 --seed 3` from the default CPU policy: its
+    figures are 256 episodes a key (keys 0, 1, 13: greedy 4.6 % wins, stage 5.12, 0.96
+    programs acquired per game; honest search 8 16.2 %); the first 64 of key 0 reach stage
+    5.14, win 3 and acquire 1.02 programs and siphon 1.09 blocks per game, where its start
+    acquires 0.91 and siphons 0.97 on the same games."""
+    guided = apply_recipe(TrainConfig(), load_recipe("guided"))
+    cfg = recipe_of(GUIDED_POLICY, guided, guide_bonus=5.0)
+    assert cfg.search == guided.search  # the teacher: 16 simulations, 2 trees, all actions
+    assert cfg.seed == 3 and cfg.total_timesteps == guided.total_timesteps
+    assert cfg.init_params == f"policies/{DEFAULT_POLICY.name}"
+    policy = evaluate_checkpoint(str(GUIDED_POLICY), greedy=True, episodes=64, seed=0)
+    assert_deep_with_programs_without_undo(policy, random_play, 5.0, 25, 4.5)
+    assert policy["win_rate_without_quirk"] >= 3 / 64
+    for economy in ("programs_acquired_per_episode", "block_siphons_per_episode"):
+        assert policy[economy] > default_play[economy], economy
 
 
 def test_the_gpu_policy_reaches_stage_5_runs_programs_and_wins_by_the_exit(random_play):
