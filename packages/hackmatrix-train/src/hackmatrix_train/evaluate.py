@@ -258,6 +258,16 @@ def run_in_chunks(
     return carry[2]
 
 
+def standard_error(per_episode) -> float:
+    """One standard error of the mean of a per-episode figure (a rate: of its 0/1 outcomes):
+    the sample's standard deviation over the square root of the episodes, 0 for one episode.
+    The difference of two rows of as many episodes has √2 times it."""
+    x = np.asarray(per_episode, dtype=np.float64)
+    if x.size < 2:
+        return 0.0
+    return float(x.std(ddof=1) / np.sqrt(x.size))
+
+
 def summarize(result: dict, program_names=()) -> dict:
     """Aggregate per-episode arrays into a JSON-ready summary."""
     r = {k: np.asarray(v) for k, v in result.items()}
@@ -273,10 +283,12 @@ def summarize(result: dict, program_names=()) -> dict:
         "length_mean": float(r["length"].mean()),
         "unfinished": int(r["alive"].sum()),
         "win_rate": float(r["won"].mean()),
+        "win_rate_se": standard_error(r["won"]),
         "stage_distribution": {
             str(s): int(c) for s, c in zip(*np.unique(r["stage"], return_counts=True), strict=True)
         },
         "stage_mean": float(r["stage"].mean()),
+        "stage_se": standard_error(r["stage"]),
         "stage_3plus_frac": float((r["stage"] >= 3).mean()),
         "stage_5plus_frac": float((r["stage"] >= 5).mean()),
     }
@@ -309,6 +321,8 @@ def summarize(result: dict, program_names=()) -> dict:
         out["data_blocks_siphoned_per_episode"] = float(r["data_blocks"].sum() / n)
         out["program_blocks_siphoned_per_episode"] = float(r["program_blocks"].sum() / n)
         out["programs_acquired_per_episode"] = float(r["programs_acquired"].sum() / n)
+        out["block_siphons_se"] = standard_error(r["block_siphons"])
+        out["programs_acquired_se"] = standard_error(r["programs_acquired"])
     return out
 
 

@@ -17,8 +17,18 @@ def _pct(x) -> str:
     return f"{100 * x:.1f} %"
 
 
+def _with_se(s: dict, key: str, se_key: str, fmt) -> str:
+    """``s[key]`` formatted, with ``± `` its standard error where the summary has one (a summary
+    written before they were recorded has none)."""
+    if se_key in s:
+        return f"{fmt(s[key])} ± {fmt(s[se_key])}"
+    return fmt(s[key])
+
+
 TERMS = """\
 the summary's terms:
+  ± s.e.               one standard error of the mean over the episodes; the difference of two
+                       rows of as many episodes has about 1.4 times it
   wins                 episodes that won the game (the victory bonus), by any route
   UNDO quirk           a stage completed from a board that UNDO restored across a stage change,
                        whose exit is not at the exit cell (rules §11.4); "episodes using the
@@ -37,9 +47,9 @@ SUMMARY_ROWS = (
     ("return, mean ± std", lambda s: f"{s['return_mean']:+.2f} ± {s['return_std']:.2f}"),
     ("return, min / max", lambda s: f"{s['return_min']:+.2f} / {s['return_max']:+.2f}"),
     ("length, mean", lambda s: f"{s['length_mean']:.1f}"),
-    ("stage, mean", lambda s: f"{s['stage_mean']:.2f}"),
+    ("stage, mean ± s.e.", lambda s: _with_se(s, "stage_mean", "stage_se", "{:.2f}".format)),
     ("stage 3+ / 5+", lambda s: f"{_pct(s['stage_3plus_frac'])} / {_pct(s['stage_5plus_frac'])}"),
-    ("wins", lambda s: _pct(s["win_rate"])),
+    ("wins ± s.e.", lambda s: _with_se(s, "win_rate", "win_rate_se", _pct)),
     ("wins by the exit", lambda s: _pct(s["win_rate_without_quirk"])),
     ("episodes using the UNDO quirk", lambda s: f"{s['episodes_using_the_quirk']}"),
     ("completions: exit / UNDO quirk",
@@ -48,8 +58,10 @@ SUMMARY_ROWS = (
     ("moves / siphons / programs",
      lambda s: " / ".join(f"{100 * s[k]:.0f}%" for k in ("move_frac", "siphon_frac", "program_frac"))),
     ("siphons per episode", lambda s: f"{s['siphons_per_episode']:.2f}"),
-    ("blocks siphoned per episode", lambda s: f"{s['block_siphons_per_episode']:.2f}"),
-    ("programs acquired per episode", lambda s: f"{s['programs_acquired_per_episode']:.2f}"),
+    ("blocks siphoned per episode",
+     lambda s: _with_se(s, "block_siphons_per_episode", "block_siphons_se", "{:.2f}".format)),
+    ("programs acquired per episode",
+     lambda s: _with_se(s, "programs_acquired_per_episode", "programs_acquired_se", "{:.2f}".format)),
     ("programs used per episode", lambda s: f"{s['programs_per_episode']:.2f}"),
     ("distinct programs used", lambda s: f"{s['distinct_programs_used']}"),
     ("ms per decision", lambda s: f"{1e3 * s['seconds_per_decision']:.2f}"),
