@@ -25,6 +25,7 @@ from hackmatrix_train.tables import column_name, format_summaries, format_table
             dict(num_simulations=8, determinizations=2, max_num_considered_actions=28),
             "search 8 honest 2x4, 28 considered",
         ),
+        (dict(num_simulations=8, program_bonus=5.0), "search 8 honest, tree bonus 5"),
     ],
 )
 def test_a_search_rows_header_names_its_trees_and_considered_actions(options, header):

@@ -72,7 +72,7 @@ SUMMARY_ROWS = (
 def column_name(summary: dict) -> str:
     """A summary's column header: its policy, or its search's simulations and mode, and where
     they are not one tree and ``SearchConfig``'s considered actions, its trees (``2x4``: 2
-    determinizations of 4 simulations) and considered actions. A policy's run may carry other
+    determinizations of 4 simulations) and considered actions, and a program bonus in its tree. A policy's run may carry other
     search settings than the protocol's (a learner's teacher): its rows say so."""
     search = summary.get("search")
     if not isinstance(search, dict):
@@ -85,6 +85,8 @@ def column_name(summary: dict) -> str:
     considered = search.get("max_num_considered_actions")
     if considered is not None and considered != DEFAULT_CONSIDERED:
         name += f", {considered} considered"
+    if search.get("program_bonus"):  # the tree's reward is not the game's alone
+        name += f", tree bonus {search['program_bonus']:g}"
     return name
 
 
