@@ -72,8 +72,9 @@ SUMMARY_ROWS = (
 def column_name(summary: dict) -> str:
     """A summary's column header: its policy, or its search's simulations and mode, and where
     they are not one tree and ``SearchConfig``'s considered actions, its trees (``2x4``: 2
-    determinizations of 4 simulations) and considered actions, and a program bonus in its tree. A policy's run may carry other
-    search settings than the protocol's (a learner's teacher): its rows say so."""
+    determinizations of 4 simulations) and considered actions, and a program bonus in its
+    tree. A policy's run may carry other search settings than the protocol's (a learner's
+    teacher): its rows say so."""
     search = summary.get("search")
     if not isinstance(search, dict):
         return str(summary.get("policy", "policy"))
