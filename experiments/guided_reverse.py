@@ -28,7 +28,6 @@ def reverse_kl(logits, mask, target, weight):
     in a row's logits is ``p x (log p - log target - KL)``: mass leaves the actions the policy
     favours more than the target does, and the policy never spreads to cover the target."""
     import jax.numpy as jnp  # here, not at import: the trainer sets the CPU devices first
-
     from hackmatrix_train import guided
     from hackmatrix_train.expert_iteration import masked_log_policy
 
