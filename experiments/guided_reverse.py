@@ -1,12 +1,13 @@
 """PPO guided by the search with the reverse KL: ``hm-train``'s command line (``--guide-kl`` > 0)
 with the guided learner's loss replaced through its ``loss`` injection point.
 
-The trainer's guided learner adds ``K x KL(target || policy)``: mass-covering, so where the
-network cannot tell which correction a state needs it spreads its mass over every action a
-target favours, and its entropy climbs above the targets' (a second round from the shipped
-agent: 0.29 -> 0.42 against targets of 0.21, ``long_game.md``). This script adds
-``K x KL(policy || target)`` instead: mode-seeking, the policy-improvement step of soft
-actor-critic with the search's improved policy as the Boltzmann target. Everything else is the
+The trainer's guided learner adds ``K x KL(target || policy)``: over states the network cannot
+tell apart it fits the arithmetic mean of their targets, mass on every action some target
+favours, and its entropy climbs above the targets' (a second round from the shipped agent:
+0.29 -> 0.42 against targets of 0.21, ``long_game.md``). This script adds
+``K x KL(policy || target)`` instead, the policy-improvement step of soft actor-critic with the
+search's improved policy as the Boltzmann target: over such states it fits the normalised
+geometric mean of their targets, which takes mass off any action one of them rules out. Everything else is the
 trainer's: ``guided.guided_actor``'s targets, PPO's update, the logged ``search_kl`` (still the
 forward KL, so the runs' logs compare).
 
@@ -26,7 +27,7 @@ LOG_FLOOR = -30.0
 def reverse_kl(logits, mask, target, weight):
     """The weighted mean over rows of KL(masked policy of ``logits`` || target). Its gradient
     in a row's logits is ``p x (log p - log target - KL)``: mass leaves the actions the policy
-    favours more than the target does, and the policy never spreads to cover the target."""
+    favours more than the target does."""
     import jax.numpy as jnp  # here, not at import: the trainer sets the CPU devices first
     from hackmatrix_train import guided
     from hackmatrix_train.expert_iteration import masked_log_policy
