@@ -7,9 +7,9 @@ favours, and its entropy climbs above the targets' (a second round from the ship
 0.29 -> 0.42 against targets of 0.21, ``long_game.md``). This script adds
 ``K x KL(policy || target)`` instead, the policy-improvement step of soft actor-critic with the
 search's improved policy as the Boltzmann target: over such states it fits the normalised
-geometric mean of their targets, which takes mass off any action one of them rules out. Everything else is the
-trainer's: ``guided.guided_actor``'s targets, PPO's update, the logged ``search_kl`` (still the
-forward KL, so the runs' logs compare).
+geometric mean of their targets, which takes mass off any action one of them rules out.
+Everything else is the trainer's: ``guided.guided_actor``'s targets, PPO's update, the logged
+``search_kl`` (still the forward KL, so the runs' logs compare).
 
     uv run python experiments/guided_reverse.py --recipe guided --guide-bonus 5 \
         --init-params policies/guided-cpu-6m-s3-bonus5 --seed 3 --run-suffix rev
