@@ -81,6 +81,8 @@ def test_a_bad_learner_setting_is_refused():
         guided.learner(1.0, 0)
     with pytest.raises(ValueError, match="--guide-teacher"):
         guided.learner(1.0, 8, "anchor")
+    with pytest.raises(ValueError, match="--guide-divergence"):
+        guided.learner(1.0, 8, divergence="backward")
     with pytest.raises(ValueError, match="--init-params"):  # the start is the teacher
         guided.start_params(plain_ppo())
 
@@ -95,6 +97,7 @@ def test_a_bad_learner_setting_is_refused():
         ({"guide_kl": 1.0}, "give --init-params"),  # the frozen start needs a start
         ({"guide_bonus": -5.0}, "--guide-bonus must be >= 0"),
         ({"guide_bonus": float("inf")}, "--guide-bonus must be >= 0"),
+        ({"guide_kl": 1.0, "guide_divergence": "js", "init_params": "p"}, "--guide-divergence"),
     ],
 )
 def test_the_config_refuses_a_bad_guide_setting(fields, message):
@@ -122,6 +125,8 @@ def test_the_config_chooses_the_learner_and_names_the_run():
         make_train(online, learner=PPO, devices=jax.devices()[:1])
     bonus = online.replace(guide_bonus=5.0)
     assert guided.learner_of(bonus).name == "guided-ppo-online-kl0.5-8-bonus5"
+    reverse = bonus.replace(guide_divergence="reverse")
+    assert guided.learner_of(reverse).name == "guided-ppo-online-kl0.5-8-bonus5-reverse"
 
 
 def test_the_tree_bonus_reaches_the_teachers_search(monkeypatch):
@@ -177,19 +182,24 @@ def test_the_actors_targets_reach_the_loss_and_pull_the_policy():
     actor = functools.partial(guided.guided_actor, searched_envs=envs // 2,
                               search=_last_legal_search)  # fmt: skip
 
-    def search_kl_over(kl_coef, chunks):
-        chosen = guided.learner(kl_coef, envs // 2, "online")
+    def kl_over(kl_coef, chunks, divergence="forward", logged="train/search_kl"):
+        chosen = guided.learner(kl_coef, envs // 2, "online", divergence=divergence)
         trainer = make_train(cfg, learner=chosen, actor=actor, devices=jax.devices()[:1])
         runner, seen = trainer.init(), []
         for n in chunks:
             runner, metrics = trainer.run_chunk(runner, n)
-            seen.append(float(metrics["train/search_kl"]))
+            seen.append(float(metrics[logged]))
         return seen
 
-    pulled = search_kl_over(10.0, (1, 15, 15))
+    pulled = kl_over(10.0, (1, 15, 15))
     assert pulled[2] < 0.5 * pulled[0], pulled
-    free = search_kl_over(0.0, (1, 15, 15))
+    free = kl_over(0.0, (1, 15, 15))
     assert pulled[2] < 0.5 * free[2], (pulled, free)
+    # --guide-divergence reverse: its own KL, logged as train/reverse_kl, falls the same way
+    reverse = kl_over(10.0, (1, 15, 15), "reverse", "train/reverse_kl")
+    free = kl_over(0.0, (1, 15, 15), "reverse", "train/reverse_kl")
+    assert reverse[2] < 0.5 * reverse[0], reverse
+    assert reverse[2] < 0.5 * free[2], (reverse, free)
 
 
 def test_the_guided_recipe_is_the_recorded_runs_command():

@@ -66,6 +66,8 @@ SEARCH_FROM_RUN = frozenset({
 MAIN, LENGTH, SEARCH, LOGS, KNOBS = "main", "length", "search", "logs", "knobs"
 GUIDE = "guide"  # PPO guided by the search (guided.py)
 GUIDE_TEACHERS = ("start", "online")  # the guiding search's network: the run's start, or its own
+# the pull's divergence: KL(target || policy), or KL(policy || target) (guided.py says why)
+GUIDE_DIVERGENCES = ("forward", "reverse")
 
 
 def flag(default, help: str, group: str = MAIN, **options):
@@ -158,9 +160,15 @@ class TrainConfig:
                                               nargs="*", metavar="NAME")  # fmt: skip
     # PPO guided by the search (guided.py, specs/train.md §11): the search of --search-* on
     # the first guide_envs games of each device, a KL term toward its improved policy
-    guide_kl: float = flag(0.0, "PPO guided by the search: add this x KL(the search's improved "
-                           "policy || the policy) to the loss on the searched games' states "
-                           "(0: plain PPO); the search is --search-*", GUIDE)  # fmt: skip
+    guide_kl: float = flag(0.0, "PPO guided by the search: add this x a KL between the search's "
+                           "improved policy and the policy (--guide-divergence) to the loss on "
+                           "the searched games' states (0: plain PPO); the search is --search-*",
+                           GUIDE)  # fmt: skip
+    guide_divergence: str = flag("forward", "the pull's KL: forward, KL(target || policy), fits "
+                                 "the mean of the targets of states the network cannot tell "
+                                 "apart; reverse, KL(policy || target), their geometric mean, "
+                                 "as sharp as the targets", GUIDE,
+                                 choices=GUIDE_DIVERGENCES)  # fmt: skip
     guide_envs: int = flag(32, "games searched at every step on each device", GUIDE)
     guide_teacher: str = flag("start", "the search's network: start (the run's --init-params, "
                               "frozen) or online (the network being trained)", GUIDE,
@@ -379,7 +387,9 @@ def validate(cfg: TrainConfig, num_devices: int = 1) -> None:
     disabled_actions(cfg)  # a clear error for an unknown program name
 
 
-def check_guide(kl: float, envs: int, teacher: str, bonus: float = 0.0) -> None:
+def check_guide(
+    kl: float, envs: int, teacher: str, bonus: float = 0.0, divergence: str = "forward"
+) -> None:
     """A ``ValueError`` naming the flag of a bad search-guidance value (``guided.learner``)."""
     if not (math.isfinite(bonus) and bonus >= 0):
         raise ValueError(f"--guide-bonus must be >= 0 (0: the canonical reward), got {bonus}")
@@ -389,12 +399,18 @@ def check_guide(kl: float, envs: int, teacher: str, bonus: float = 0.0) -> None:
         raise ValueError(f"--guide-envs must be >= 1, got {envs}")
     if teacher not in GUIDE_TEACHERS:
         raise ValueError(f"--guide-teacher must be one of {GUIDE_TEACHERS}, got {teacher!r}")
+    if divergence not in GUIDE_DIVERGENCES:
+        raise ValueError(
+            f"--guide-divergence must be one of {GUIDE_DIVERGENCES}, got {divergence!r}"
+        )
 
 
 def validate_guide(cfg: TrainConfig) -> None:
     """A ``ValueError`` for a bad search-guidance setting (``guided.py``); ``hm-train`` checks
     them before it sets up devices, since a guided run without its start fails at once."""
-    check_guide(cfg.guide_kl, cfg.guide_envs, cfg.guide_teacher, cfg.guide_bonus)
+    check_guide(
+        cfg.guide_kl, cfg.guide_envs, cfg.guide_teacher, cfg.guide_bonus, cfg.guide_divergence
+    )
     if cfg.guide_kl > 0 and cfg.guide_teacher == "start" and not cfg.init_params:
         raise ValueError("--guide-teacher start searches with the run's start: give "
                          "--init-params (or --guide-teacher online)")  # fmt: skip

@@ -6,8 +6,13 @@ Learners that copy the search's moves from the states the search plays (the sear
 of its start or worse: the teacher's corrections do not generalise, and nothing pulls the rare
 actions back. This learner keeps PPO whole (its sampled moves, its clipped advantage, its
 entropy and exploration floor on the rare actions) and adds one term: on the states PPO's own
-rollout visits, the search proposes its improved policy, and the loss adds ``guide_kl`` x
-KL(search target || network policy), averaged over the searched rows. The search is
+rollout visits, the search proposes its improved policy, and the loss adds ``guide_kl`` x a
+KL between it and the network's policy, averaged over the searched rows: the forward
+KL(target || policy), or with ``--guide-divergence reverse`` KL(policy || target). Over states
+the network cannot tell apart, the forward KL fits the arithmetic mean of their targets, mass on
+every action one of them favours, and the network flattens round after round; the reverse KL
+(soft actor-critic's policy-improvement step, the target as its Boltzmann policy) fits their
+normalised geometric mean, which takes mass off an action any of them rules out. The search is
 ``hm-eval``'s (the run's ``--search-*`` flags, honest by default, the canonical reward in the
 tree unless ``--guide-bonus`` adds the program bonus the teacher's value learned); its prior
 and value are the run's start, frozen (``--guide-teacher start``: the targets do not follow the
@@ -19,8 +24,8 @@ It is ``ppo.make_update`` with its two injection points filled: the actor sample
 and searches the first ``guide_envs`` games of each device's share at every step (the search
 is most of the cost); the actor's ``extra`` ``(target, weight)`` rides with the rows to the
 loss (weight 1 on the searched rows, 0 elsewhere). Logged beside PPO's figures (``train/...``):
-``search_kl``, ``override_frac`` (searched states whose target's argmax is not the network's)
-and ``target_entropy``. specs/train.md §11 gives the measured reason for each default.
+``search_kl`` (the forward KL, whichever pulls), ``reverse_kl``, ``override_frac`` (searched
+states whose target's argmax is not the network's) and ``target_entropy``. specs/train.md §11 gives the measured reason for each default.
 """
 
 from __future__ import annotations
@@ -35,6 +40,10 @@ from hackmatrix_train import ppo
 from hackmatrix_train.config import check_guide
 from hackmatrix_train.expert_iteration import masked_log_policy
 from hackmatrix_train.update import Learner
+
+# a target's log where its mass underflowed to 0 on a legal action (reverse_kl): a large finite
+# penalty, not an infinite one
+LOG_FLOOR = -30.0
 
 
 def guided_actor(
@@ -88,21 +97,36 @@ def search_kl(logits, mask, target, weight):
     return (rows * weight).sum() / total, (differs * weight).sum() / total
 
 
+def reverse_kl(logits, mask, target, weight):
+    """The weighted mean over rows of KL(masked policy of ``logits`` || target). Its gradient
+    in a row's logits is ``weight x p x (log p - log target - KL)`` over the weights' sum: mass
+    leaves the actions the policy favours more than the target does."""
+    log_p = masked_log_policy(logits, mask)
+    log_t = jnp.maximum(log_of(target), LOG_FLOOR)
+    rows = jnp.sum(jnp.where(mask, jnp.exp(log_p) * (log_p - log_t), 0.0), axis=-1)
+    return (rows * weight).sum() / jnp.maximum(weight.sum(), 1.0)
+
+
 def target_entropy(target, weight):
     """The weighted mean entropy of the targets (what a KL toward them spreads the policy to)."""
     rows = -jnp.sum(target * log_of(target), -1)
     return (rows * weight).sum() / jnp.maximum(weight.sum(), 1.0)
 
 
-def guided_loss(params, apply_fn, batch, adv, targets, *args, extra, kl_coef: float):
-    """``ppo.ppo_loss`` + ``kl_coef`` x ``search_kl`` on the rows the search advised."""
+def guided_loss(
+    params, apply_fn, batch, adv, targets, *args, extra, kl_coef: float, divergence="forward"
+):
+    """``ppo.ppo_loss`` + ``kl_coef`` x the ``divergence``'s KL (``search_kl``'s forward one,
+    or ``reverse_kl``) on the rows the search advised; both are logged."""
     total, aux = ppo.ppo_loss(params, apply_fn, batch, adv, targets, *args)
     target, weight = extra
     logits, _ = apply_fn(params, batch.obs)  # ppo_loss's forward again, for its logits
-    kl, override = search_kl(logits, batch.obs.action_mask, target, weight)
-    aux = {**aux, "search_kl": kl, "override_frac": override,
+    mask = batch.obs.action_mask
+    kl, override = search_kl(logits, mask, target, weight)
+    rev = reverse_kl(logits, mask, target, weight)
+    aux = {**aux, "search_kl": kl, "reverse_kl": rev, "override_frac": override,
            "target_entropy": target_entropy(target, weight)}  # fmt: skip
-    return total + kl_coef * kl, aux
+    return total + kl_coef * (rev if divergence == "reverse" else kl), aux
 
 
 def start_params(cfg):
@@ -116,13 +140,18 @@ def start_params(cfg):
 
 
 def learner(
-    kl_coef: float, searched_envs: int, teacher: str = "start", tree_bonus: float = 0.0
+    kl_coef: float,
+    searched_envs: int,
+    teacher: str = "start",
+    tree_bonus: float = 0.0,
+    divergence: str = "forward",
 ) -> Learner:
     """PPO with the search's KL term as ``trainer.make_train``'s ``learner``. ``teacher``: the
     search's network, ``"start"`` (the run's ``--init-params``, frozen) or ``"online"`` (the
-    network being trained); ``tree_bonus``: ``guided_actor``'s. ``kl_coef`` 0 computes and
-    logs the term without its pull."""
-    check_guide(kl_coef, searched_envs, teacher, tree_bonus)
+    network being trained); ``tree_bonus``: ``guided_actor``'s; ``divergence``: the pull's KL,
+    ``"forward"`` or ``"reverse"`` (``guided_loss``). ``kl_coef`` 0 computes and logs the
+    term without its pull."""
+    check_guide(kl_coef, searched_envs, teacher, tree_bonus, divergence)
 
     def make_update(cfg, apply_fn, env, env_params, axis_name=None, *, actor=None, loss=None):
         # loaded here, where JAX runs on the trainer's devices
@@ -133,16 +162,21 @@ def learner(
             teacher_params=teacher_params,
             tree_bonus=tree_bonus,
         )
-        loss = loss or functools.partial(guided_loss, kl_coef=kl_coef)
+        loss = loss or functools.partial(guided_loss, kl_coef=kl_coef, divergence=divergence)
         return ppo.make_update(cfg, apply_fn, env, env_params, axis_name, actor=actor, loss=loss)
 
     # a checkpoint records the name, and a resume must name the same: so do the settings
     bonus = f"-bonus{tree_bonus:g}" if tree_bonus else ""
-    return Learner(f"guided-ppo-{teacher}-kl{kl_coef:g}-{searched_envs}{bonus}", make_update)
+    reverse = "-reverse" if divergence == "reverse" else ""
+    return Learner(
+        f"guided-ppo-{teacher}-kl{kl_coef:g}-{searched_envs}{bonus}{reverse}", make_update
+    )
 
 
 def learner_of(cfg) -> Learner:
     """The learner ``cfg`` asks for: guided PPO with ``--guide-kl`` > 0, else PPO's."""
     if cfg.guide_kl > 0:
-        return learner(cfg.guide_kl, cfg.guide_envs, cfg.guide_teacher, cfg.guide_bonus)
+        return learner(
+            cfg.guide_kl, cfg.guide_envs, cfg.guide_teacher, cfg.guide_bonus, cfg.guide_divergence
+        )
     return ppo.LEARNER

@@ -1,25 +1,20 @@
-"""The reverse-KL pull of ``experiments/guided_reverse.py``: a divergence (zero at the target,
-masked actions and rows of weight 0 ignored), a gradient that moves the policy toward the
-target, and what a policy shared by several states fits: the normalised geometric mean of
-their targets, where the trainer's forward KL fits their arithmetic mean."""
+"""The guided learner's two pulls (``hm-train --guide-divergence``): the reverse KL
+``guided.reverse_kl`` is a divergence (zero at the target, masked actions and rows of weight 0
+ignored) whose gradient moves the policy toward the target; a policy shared by several states
+fits the normalised geometric mean of their targets under it, their arithmetic mean under the
+forward KL; and ``guided_loss`` adds the one the flag names while logging both."""
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
+from types import SimpleNamespace
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from hackmatrix_train.guided import search_kl
-from repo_files import ROOT
-
-_spec = importlib.util.spec_from_file_location(
-    "guided_reverse", ROOT / "experiments" / "guided_reverse.py"
-)
-guided_reverse = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(guided_reverse)
+from hackmatrix_train import guided, ppo
+from hackmatrix_train.guided import reverse_kl, search_kl
 
 A = 28
 
@@ -35,27 +30,23 @@ def _batch(seed: int, rows: int = 6):
 @pytest.mark.parametrize("seed", range(5))
 def test_a_divergence_on_the_legal_actions(seed):
     logits, mask, target, weight = _batch(seed)
-    kl = guided_reverse.reverse_kl(logits, mask, target, weight)
+    kl = reverse_kl(logits, mask, target, weight)
     assert float(kl) > 1e-3
     at_target = jnp.where(mask, jnp.log(jnp.maximum(target, 1e-30)), 0.0)
-    assert abs(float(guided_reverse.reverse_kl(at_target, mask, target, weight))) < 1e-5
+    assert abs(float(reverse_kl(at_target, mask, target, weight))) < 1e-5
     # a masked action's logit changes nothing
     moved = jnp.where(mask, logits, logits + 7.0)
-    np.testing.assert_allclose(
-        guided_reverse.reverse_kl(moved, mask, target, weight), kl, rtol=1e-6
-    )
+    np.testing.assert_allclose(reverse_kl(moved, mask, target, weight), kl, rtol=1e-6)
     # a row of weight 0 is left out of the mean
     half = weight.at[::2].set(0.0)
-    rows_only = guided_reverse.reverse_kl(logits[1::2], mask[1::2], target[1::2], weight[1::2])
-    np.testing.assert_allclose(
-        guided_reverse.reverse_kl(logits, mask, target, half), rows_only, rtol=1e-5
-    )
+    rows_only = reverse_kl(logits[1::2], mask[1::2], target[1::2], weight[1::2])
+    np.testing.assert_allclose(reverse_kl(logits, mask, target, half), rows_only, rtol=1e-5)
 
 
 @pytest.mark.parametrize("seed", range(3))
 def test_its_gradient_moves_the_policy_to_the_target(seed):
     logits, mask, target, weight = _batch(seed)
-    loss = jax.jit(lambda x: guided_reverse.reverse_kl(x, mask, target, weight))
+    loss = jax.jit(lambda x: reverse_kl(x, mask, target, weight))
     step = jax.jit(lambda x: x - 2.0 * jax.grad(loss)(x))
     losses, forward = [float(loss(logits))], float(search_kl(logits, mask, target, weight)[0])
     for _ in range(10):
@@ -83,10 +74,27 @@ def test_a_shared_policy_fits_the_geometric_mean_of_the_targets():
         return jax.nn.softmax(run(jnp.zeros(A).at[3].set(0.5)))  # a lean to one target's mode
 
     geometric = jax.nn.softmax(jnp.log(target).mean(0))
-    np.testing.assert_allclose(fit(guided_reverse.reverse_kl), geometric, atol=2e-3)
+    np.testing.assert_allclose(fit(reverse_kl), geometric, atol=2e-3)
     np.testing.assert_allclose(fit(lambda *a: search_kl(*a)[0]), target.mean(0), atol=2e-3)
     assert _entropy(geometric) > _entropy(target.mean(0))
 
 
 def _entropy(p):
     return float(-(p * jnp.log(p)).sum())
+
+
+@pytest.mark.parametrize("divergence", ["forward", "reverse"])
+def test_the_loss_adds_the_divergence_the_flag_names_and_logs_both(monkeypatch, divergence):
+    logits, mask, target, weight = _batch(7)
+    monkeypatch.setattr(ppo, "ppo_loss", lambda *a: (jnp.float32(1.5), {"entropy": 0.0}))
+    batch = SimpleNamespace(obs=SimpleNamespace(action_mask=mask))
+    total, aux = guided.guided_loss(
+        None, lambda _, obs: (logits, None), batch, None, None,
+        extra=(target, weight), kl_coef=2.0, divergence=divergence,
+    )  # fmt: skip
+    forward, reverse = search_kl(logits, mask, target, weight)[0], reverse_kl(*_batch(7))
+    np.testing.assert_allclose(aux["search_kl"], forward, rtol=1e-6)
+    np.testing.assert_allclose(aux["reverse_kl"], reverse, rtol=1e-6)
+    pull = reverse if divergence == "reverse" else forward
+    np.testing.assert_allclose(total, 1.5 + 2.0 * pull, rtol=1e-6)
+    assert abs(float(forward) - float(reverse)) > 1e-3  # the two terms tell the flag apart
