@@ -25,7 +25,8 @@ and searches the first ``guide_envs`` games of each device's share at every step
 is most of the cost); the actor's ``extra`` ``(target, weight)`` rides with the rows to the
 loss (weight 1 on the searched rows, 0 elsewhere). Logged beside PPO's figures (``train/...``):
 ``search_kl`` (the forward KL, whichever pulls), ``reverse_kl``, ``override_frac`` (searched
-states whose target's argmax is not the network's) and ``target_entropy``. specs/train.md §11 gives the measured reason for each default.
+states whose target's argmax is not the network's) and ``target_entropy``. specs/train.md §11
+gives the measured reason for each default.
 """
 
 from __future__ import annotations
