@@ -92,7 +92,10 @@ def test_the_loss_adds_the_divergence_the_flag_names_and_logs_both(monkeypatch, 
         None, lambda _, obs: (logits, None), batch, None, None,
         extra=(target, weight), kl_coef=2.0, divergence=divergence,
     )  # fmt: skip
-    forward, reverse = search_kl(logits, mask, target, weight)[0], reverse_kl(*_batch(7))
+    forward, reverse = (
+        search_kl(logits, mask, target, weight)[0],
+        reverse_kl(logits, mask, target, weight),
+    )
     np.testing.assert_allclose(aux["search_kl"], forward, rtol=1e-6)
     np.testing.assert_allclose(aux["reverse_kl"], reverse, rtol=1e-6)
     pull = reverse if divergence == "reverse" else forward
