@@ -177,6 +177,10 @@ class TrainConfig:
                               "aside, as --program-terms-skip-undo) to its rewards: the bonus "
                               "its network's value learned (0: the canonical reward)",
                               GUIDE)  # fmt: skip
+    guide_rounds: int = flag(1, "rounds of the guided run, each from the last one's final "
+                             "network, its teacher too (rounds.py); each round is a run of the "
+                             "length flags' length in its own directory, <run>-round<k>; run "
+                             "the command again to continue", GUIDE)  # fmt: skip
     # network
     network: str = flag("grid", "mlp (flattened obs) or grid (conv over 6x6 cells)",
                         choices=NETWORKS)  # fmt: skip
@@ -414,6 +418,19 @@ def validate_guide(cfg: TrainConfig) -> None:
     if cfg.guide_kl > 0 and cfg.guide_teacher == "start" and not cfg.init_params:
         raise ValueError("--guide-teacher start searches with the run's start: give "
                          "--init-params (or --guide-teacher online)")  # fmt: skip
+    if cfg.guide_rounds < 1:
+        raise ValueError(f"--guide-rounds must be >= 1, got {cfg.guide_rounds}")
+    if cfg.guide_rounds > 1:
+        if not (cfg.guide_kl > 0 and cfg.guide_teacher == "start"):
+            raise ValueError(
+                "--guide-rounds passes each round's network on as the next one's "
+                "teacher: it needs --guide-kl > 0 and --guide-teacher start"
+            )
+        if cfg.resume is not None:
+            raise ValueError(
+                "--guide-rounds continues when its command runs again; --resume "
+                "continues one round (its directory)"
+            )
 
 
 def disabled_actions(cfg: TrainConfig) -> tuple[int, ...]:

@@ -130,14 +130,15 @@ def guided_loss(
     return total + kl_coef * (rev if divergence == "reverse" else kl), aux
 
 
-def start_params(cfg):
-    """The params of the run's ``--init-params`` (a ``ValueError`` without one)."""
+def start_params(cfg, env=None, env_params=None):
+    """The params of the run's ``--init-params`` for the network that reads ``env``'s
+    observations (None: HackMatrix's); a ``ValueError`` without one."""
     from hackmatrix_train.policy import load_policy
 
     if not cfg.init_params:
         raise ValueError("--guide-teacher start searches with the run's start: give "
                          "--init-params")  # fmt: skip
-    return load_policy(cfg.init_params).params
+    return load_policy(cfg.init_params, env=env, env_params=env_params).params
 
 
 def learner(
@@ -156,7 +157,7 @@ def learner(
 
     def make_update(cfg, apply_fn, env, env_params, axis_name=None, *, actor=None, loss=None):
         # loaded here, where JAX runs on the trainer's devices
-        teacher_params = start_params(cfg) if teacher == "start" else None
+        teacher_params = start_params(cfg, env, env_params) if teacher == "start" else None
         actor = actor or functools.partial(
             guided_actor,
             searched_envs=searched_envs,

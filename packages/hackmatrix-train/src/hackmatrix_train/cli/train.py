@@ -96,10 +96,16 @@ def main(argv=None, **parts) -> int:
                   else f"{shown.total_timesteps:,} env steps")  # fmt: skip
         learner = (parts["learner"].name if parts.get("learner")
                    else "guided PPO" if shown.guide_kl > 0 else "ppo")  # fmt: skip
-        progress.say(f"hm-train: {'resuming' if place else 'starting'} a {learner} run, "
+        rounds = f"{shown.guide_rounds} rounds of " if shown.guide_rounds > 1 else "a "
+        progress.say(f"hm-train: {'resuming' if place else 'starting'} {rounds}{learner} run, "
                      f"{length} on {shown.num_envs} envs")  # fmt: skip
         compile_cache.enable_from_args(args)
-        result = run(cfg, explicit, place=place, **parts)
+        if cfg.guide_rounds > 1:
+            from hackmatrix_train.rounds import run_rounds
+
+            result = run_rounds(cfg, explicit, **parts)
+        else:
+            result = run(cfg, explicit, place=place, **parts)
     except ValueError as e:
         return fail("hm-train", str(e))
     return 130 if result["interrupted"] else 0

@@ -1,0 +1,117 @@
+"""Rounds of guided runs (``hm-train --guide-rounds R``, ``hackmatrix_train.rounds``): each
+round starts from the last one's final network (its teacher too), in its own directory; running
+the command again keeps the finished rounds and resumes an unfinished one bit-exactly."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import pytest
+from hackmatrix_train import checkpoint as ckpt
+from hackmatrix_train import guided, ppo
+from hackmatrix_train.cli import train as hm_train
+from hackmatrix_train.config import validate
+from hackmatrix_train.rounds import round_config, run_rounds
+from hackmatrix_train.run import run
+from train.recipes import plain_ppo
+from train.test_resume_in_place import CFG, ENV, PARAMS, STEPS, snapshot
+from train.trees import assert_trees_equal
+
+GUIDED = CFG.replace(guide_kl=1.0, guide_envs=4, final_eval_episodes=0, log_interval=1,
+                     save_interval=1)  # fmt: skip
+
+
+def last_legal_actor(cfg, apply_fn):
+    """PPO's actor with a stand-in for the search: all the target's mass on each state's last
+    legal action, on the first half of the games (the probe env has no search)."""
+    sample = ppo.sample_actor(cfg, apply_fn)
+
+    def act(params, obs, env_state, key):
+        action, log_prob, value, _ = sample(params, obs, env_state, key)
+        mask = obs.action_mask
+        last = jnp.argmax(jnp.where(mask, jnp.arange(mask.shape[-1]), -1), axis=-1)
+        weight = (jnp.arange(mask.shape[0]) < mask.shape[0] // 2).astype(jnp.float32)
+        return action, log_prob, value, (jax.nn.one_hot(last, mask.shape[-1]), weight)
+
+    return act
+
+
+def teacher_differs(a, b) -> bool:
+    return any(not bool((x == y).all()) for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b),
+                                                        strict=True))  # fmt: skip
+
+
+def rounds(cfg, lines=None):
+    out = (lambda s: lines.append(s)) if lines is not None else (lambda s: None)
+    return run_rounds(cfg, frozenset({"guide_rounds"}), out=out, env=ENV, env_params=PARAMS,
+                      actor=last_legal_actor)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def start(tmp_path_factory):
+    """A plain PPO run of 2 updates on the probe env: the first round's start and teacher."""
+    ck = tmp_path_factory.mktemp("start")
+    return run(CFG.replace(checkpoint_dir=str(ck), total_timesteps=2 * STEPS,
+                           final_eval_episodes=0), env=ENV, env_params=PARAMS,
+               out=lambda s: None)["run_dir"]  # fmt: skip
+
+
+def test_each_round_starts_from_the_last_and_a_rerun_continues(start, tmp_path):
+    cfg = GUIDED.replace(checkpoint_dir=str(tmp_path), total_timesteps=2 * STEPS,
+                         init_params=start, guide_rounds=2)  # fmt: skip
+    lines = []
+    result = rounds(cfg, lines)
+    first, second = (Path(r["run_dir"]) for r in result["rounds"])
+    assert [r["state"] for r in result["rounds"]] == ["new", "new"]
+    assert (first.name, second.name) == ("guided-mlp-8x8-s7-round1", "guided-mlp-8x8-s7-round2")
+    assert result["run_dir"] == str(second) and result["update"] == 2
+    # each round is a guided run of its own, from the last round's final network
+    for run_dir, its_start, k in ((first, start, 1), (second, str(first), 2)):
+        meta = json.loads((run_dir / "params.json").read_text())
+        assert meta["learner"] == "guided-ppo-start-kl1-4" and meta["update"] == 2
+        assert meta["config"]["init_params"] == its_start
+        assert meta["config"]["guide_rounds"] == 1
+        assert f"round {k} of 2 (--guide-rounds), from {its_start}" in meta["config"]["notes"]
+        assert f"params initialised from {its_start}" in lines
+    # the second round's teacher (its start) is the first round's final network, not the start
+    teacher = guided.start_params(round_config(cfg, 2, str(first)), ENV, PARAMS)
+    final_1, _ = ckpt.load_params(first)
+    assert_trees_equal(ckpt.flatten_state(teacher), final_1)
+    assert teacher_differs(teacher, guided.start_params(cfg, ENV, PARAMS))
+
+    # the same command again: both rounds are kept, nothing is written
+    before = snapshot(tmp_path)
+    again = rounds(cfg)
+    assert [r["state"] for r in again["rounds"]] == ["finished", "finished"]
+    assert snapshot(tmp_path) == before
+
+    # an interrupted second round (its last checkpoint at update 1) resumes to the same end
+    final_2 = (second / "params.msgpack").read_bytes()
+    for name in ("ckpt_00000002.msgpack", "ckpt_00000002.json", "params.msgpack",
+                 "params.json"):  # fmt: skip
+        (second / name).unlink()
+    resumed = rounds(cfg)
+    assert [r["state"] for r in resumed["rounds"]] == ["finished", "resumed"]
+    assert (second / "params.msgpack").read_bytes() == final_2
+
+
+def test_rounds_need_a_guided_run_from_a_start_and_no_resume(start, capsys):
+    with pytest.raises(ValueError, match="--guide-rounds must be >= 1"):
+        validate(plain_ppo(guide_rounds=0))
+    for bad in ({}, {"guide_kl": 1.0, "guide_teacher": "online"}):
+        with pytest.raises(ValueError, match="needs --guide-kl > 0 and --guide-teacher start"):
+            validate(plain_ppo(guide_rounds=2, **bad))
+    assert hm_train.main(["--guide-kl", "1", "--init-params", start, "--guide-rounds", "2",
+                          "--resume", start, "--no-wandb"]) == 2  # fmt: skip
+    assert "--resume continues one round" in capsys.readouterr().err
+
+
+def test_round_config_names_each_round_after_the_run():
+    cfg = GUIDED.replace(init_params="a", guide_rounds=3, run_suffix="x")
+    assert round_config(cfg, 2, "b").run_suffix == "x-round2"
+    assert round_config(cfg, 2, "b").init_params == "b"
+    assert round_config(cfg.replace(run_suffix=None), 3, "c").run_suffix == "round3"
+    validate(round_config(cfg, 2, "b"))
