@@ -41,18 +41,12 @@ RUN_BOOKKEEPING = frozenset({
 # (``hm-eval`` and ``hm-watch`` take the simulations as ``--search N``). A saved config or a
 # recipe may give them as flat keys (configs saved before the nesting did): ``nest_search``.
 SEARCH_FLAGS = {
-    "search_simulations": "num_simulations",
-    "search_mode": "mode",
-    "search_depth": "max_depth",
-    "search_gumbel_scale": "gumbel_scale",
-    "search_considered": "max_num_considered_actions",
-    "search_value_scale": "value_scale",
-    "search_target_value_scale": "target_value_scale",
-    "search_selection": "selection",
-    "search_chance": "chance",
-    "search_determinizations": "determinizations",
-    "search_track_cryptogs": "track_cryptogs",
-}
+    "search_simulations": "num_simulations", "search_mode": "mode", "search_depth": "max_depth",
+    "search_gumbel_scale": "gumbel_scale", "search_considered": "max_num_considered_actions",
+    "search_value_scale": "value_scale", "search_target_value_scale": "target_value_scale",
+    "search_selection": "selection", "search_chance": "chance",
+    "search_determinizations": "determinizations", "search_track_cryptogs": "track_cryptogs",
+}  # fmt: skip
 # ``SearchConfig`` fields that come from the run, not from the search's settings: its units
 # (``search_config_from_train``) and the target's Q (a learner's choice). A saved config
 # does not carry them in its ``search`` table.
@@ -66,8 +60,7 @@ SEARCH_FROM_RUN = frozenset({
 MAIN, LENGTH, SEARCH, LOGS, KNOBS = "main", "length", "search", "logs", "knobs"
 GUIDE = "guide"  # PPO guided by the search (guided.py)
 GUIDE_TEACHERS = ("start", "online")  # the guiding search's network: the run's start, or its own
-# the pull's divergence: KL(target || policy), or KL(policy || target) (guided.py says why)
-GUIDE_DIVERGENCES = ("forward", "reverse")
+GUIDE_DIVERGENCES = ("forward", "reverse")  # KL(target || policy), KL(policy || target): guided.py
 
 
 def flag(default, help: str, group: str = MAIN, **options):
@@ -177,10 +170,8 @@ class TrainConfig:
                               "aside, as --program-terms-skip-undo) to its rewards: the bonus "
                               "its network's value learned (0: the canonical reward)",
                               GUIDE)  # fmt: skip
-    guide_rounds: int = flag(1, "rounds of the guided run, each from the last one's final "
-                             "network, its teacher too (rounds.py); each round is a run of the "
-                             "length flags' length in its own directory, <run>-round<k>; run "
-                             "the command again to continue", GUIDE)  # fmt: skip
+    guide_rounds: int = flag(1, "guided runs of this length, each from the last one's network "
+                             "(its teacher too), in <run>-round<k>; rerun to continue", GUIDE)  # fmt: skip
     # network
     network: str = flag("grid", "mlp (flattened obs) or grid (conv over 6x6 cells)",
                         choices=NETWORKS)  # fmt: skip
@@ -420,17 +411,12 @@ def validate_guide(cfg: TrainConfig) -> None:
                          "--init-params (or --guide-teacher online)")  # fmt: skip
     if cfg.guide_rounds < 1:
         raise ValueError(f"--guide-rounds must be >= 1, got {cfg.guide_rounds}")
-    if cfg.guide_rounds > 1:
-        if not (cfg.guide_kl > 0 and cfg.guide_teacher == "start"):
-            raise ValueError(
-                "--guide-rounds passes each round's network on as the next one's "
-                "teacher: it needs --guide-kl > 0 and --guide-teacher start"
-            )
-        if cfg.resume is not None:
-            raise ValueError(
-                "--guide-rounds continues when its command runs again; --resume "
-                "continues one round (its directory)"
-            )
+    if cfg.guide_rounds > 1 and not (cfg.guide_kl > 0 and cfg.guide_teacher == "start"):
+        raise ValueError("--guide-rounds passes each round's network on as the next one's "
+                         "teacher: it needs --guide-kl > 0 and --guide-teacher start")  # fmt: skip
+    if cfg.guide_rounds > 1 and cfg.resume is not None:
+        raise ValueError("--guide-rounds continues when its command runs again; --resume "
+                         "continues one round (its directory)")  # fmt: skip
 
 
 def disabled_actions(cfg: TrainConfig) -> tuple[int, ...]:
