@@ -4,7 +4,7 @@ evaluation.
 ``hm-eval``, ``hm-watch`` and ``hm-play`` read a checkpoint (``params.msgpack``, ``ckpt_*.msgpack``
 or a run directory) through ``load_policy``; given none, they use the shipped agent
 (``shipped_policy``). A search with the policy's network is configured by ``search_config``
-(the run's search settings and units, the flags' overrides), and ``evaluate_checkpoint`` is
+(the play settings in the run's units, the flags' overrides), and ``evaluate_checkpoint`` is
 ``hm-eval``'s evaluation as a library function (benchmarks and experiments call it).
 """
 
@@ -113,13 +113,21 @@ def random_policy(start_stage=1, max_steps=None) -> Policy:
 
 
 def search_config(policy: Policy, **overrides):
-    """The ``SearchConfig`` a command searches with: the policy's run's search settings and
-    units (``search_config_from_train``), truncating where its episodes do; ``overrides``:
-    ``SearchConfig`` fields (``None``: the run's)."""
-    from hackmatrix_train.search import search_config_from_train
+    """The ``SearchConfig`` a command plays with: ``SearchConfig``'s own settings (the play
+    settings the sweeps chose: 2 considered actions, a tree per 8 simulations) in the policy's
+    run's units (``search_config_from_train``), truncating where its episodes do; ``overrides``:
+    ``SearchConfig`` fields (``None``: the default).
+
+    A run's own ``search`` table is its learner's, not how the policy plays: a guided run's is
+    its teacher (every legal action considered, 2 trees), whose improved policy is a good
+    target but whose moves win less (experiments/long_game.md)."""
+    import dataclasses
+
+    from hackmatrix_train.search import SearchConfig, search_config_from_train
 
     steps = int(policy.env_params.max_steps_in_episode)
-    return search_config_from_train(policy.cfg, **{"max_steps_in_episode": steps, **overrides})
+    played = dataclasses.replace(policy.cfg, search=SearchConfig())
+    return search_config_from_train(played, **{"max_steps_in_episode": steps, **overrides})
 
 
 def evaluate_checkpoint(

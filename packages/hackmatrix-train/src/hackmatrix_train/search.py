@@ -300,8 +300,9 @@ def search_config_from_train(train_cfg, **overrides) -> SearchConfig:
     in its units (its gamma, reward scale, step limit and disabled programs); ``overrides``
     (``SearchConfig`` fields, ``None`` for "the run's") set the search's own options.
 
-    This is where a ``SearchConfig`` is built from a run: a learner that searches, and
-    ``hm-eval``, ``hm-watch`` and ``hm-play`` (``policy.search_config``) call it.
+    This is where a ``SearchConfig`` is built from a run: a learner that searches calls it
+    with the run's settings, ``hm-eval``, ``hm-watch`` and ``hm-play`` (``policy.search_config``)
+    with ``SearchConfig``'s play settings in their place.
     """
     from hackmatrix_train.config import disabled_actions
 

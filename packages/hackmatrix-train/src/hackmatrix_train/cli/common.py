@@ -39,10 +39,10 @@ def field_options(f: dataclasses.Field) -> dict:
     return kw
 
 
-def add_search_flags(group, own="the policy's, ", skip=TRAINER_SEARCH_FLAGS, default=None) -> None:
-    """The search's flags (``SEARCH_FLAGS`` less ``skip``), their help ``SearchConfig``'s
-    (``search_config.flag``); ``default=None`` stands for the policy's run's setting, which
-    ``own`` names in the help."""
+def add_search_flags(group, skip=TRAINER_SEARCH_FLAGS, default=None) -> None:
+    """The search's flags (``SEARCH_FLAGS`` less ``skip``), their help and shown default
+    ``SearchConfig``'s (``search_config.flag``); ``default=None`` stands for that default
+    (``policy.search_config`` fills it in)."""
     fields = {f.name: f for f in dataclasses.fields(SearchConfig)}
     for dest, name in SEARCH_FLAGS.items():
         if dest in skip:
@@ -52,11 +52,11 @@ def add_search_flags(group, own="the policy's, ", skip=TRAINER_SEARCH_FLAGS, def
         if isinstance(f.default, bool):
             shown = "on" if f.default else "off"
         group.add_argument("--" + dest.replace("_", "-"), dest=dest, default=default,
-                           help=f"{meta['help']} (default: {own}{shown})", **field_options(f))  # fmt: skip
+                           help=f"{meta['help']} (default: {shown})", **field_options(f))  # fmt: skip
 
 
 def search_overrides(args: argparse.Namespace) -> dict:
-    """``SearchConfig`` fields of the search flags given (``None``: the run's)."""
+    """``SearchConfig`` fields of the search flags given (a flag left out: the default)."""
     return {
         SEARCH_FLAGS[k]: v for k, v in vars(args).items() if k in SEARCH_FLAGS and v is not None
     }

@@ -35,7 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
         ("--search", "also evaluate Gumbel search with N simulations per move (one row per N)",
          {"type": int, "nargs": "+", "default": (), "metavar": "N"}),
         ("--search-mode", "honest: plan from states re-drawn from the observation; oracle: from "
-         "the true state; both: a row for each (default: the policy's, honest)",
+         "the true state; both: a row for each (default: honest)",
          {"choices": ("honest", "oracle", "both")}),
     ))  # fmt: skip
     add_search_flags(s, skip=TRAINER_SEARCH_FLAGS | {"search_mode"})

@@ -56,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
             text += f" (default: {f.default})"
         groups[f.metadata["group"]].add_argument("--" + f.name.replace("_", "-"), dest=f.name,
                                                  help=text, **kw)  # fmt: skip
-    add_search_flags(groups[SEARCH], "", {"search_track_cryptogs"}, argparse.SUPPRESS)
+    add_search_flags(groups[SEARCH], {"search_track_cryptogs"}, argparse.SUPPRESS)
     distributed.add_arguments(p)
     compile_cache.add_arguments(groups[LOGS])
     return p
