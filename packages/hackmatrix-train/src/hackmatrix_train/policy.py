@@ -120,7 +120,7 @@ def search_config(policy: Policy, **overrides):
 
     A run's own ``search`` table is its learner's, not how the policy plays: a guided run's is
     its teacher (every legal action considered, 2 trees), whose improved policy is a good
-    target but whose moves win less (experiments/long_game.md)."""
+    target but whose moves win less at 32 simulations (experiments/long_game.md)."""
     import dataclasses
 
     from hackmatrix_train.search import SearchConfig, search_config_from_train
