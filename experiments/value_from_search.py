@@ -43,14 +43,30 @@ class SplitValue:
     (``value_params``; None: the policy's own) times ``times`` (0: the ablation, every leaf
     valued 0): ``apply(params, obs) -> (logits from params, value)``."""
 
-    def __init__(self, net, value_params, times: float = 1.0):
-        self.net, self.value_params, self.times = net, value_params, times
+    def __init__(self, net, value_params, times: float = 1.0, noise: float = 0.0):
+        self.net, self.value_params, self.times, self.noise = net, value_params, times, noise
 
     def apply(self, params, obs):
         logits, value = self.net.apply(params, obs)
         if self.value_params is not None:
             _, value = self.net.apply(self.value_params, obs)
+        if self.noise:
+            value = value + self.noise * state_noise(obs)
         return logits, value * self.times
+
+
+def state_noise(obs) -> jnp.ndarray:
+    """f32[...]: a fixed pseudo-random function of the observation with mean 0 and variance 1
+    (sqrt(2) sin of a random projection of its features): the same error on the same state
+    every time, as a fitted value's error is, and unrelated between states that differ."""
+    import numpy as np
+    from hackmatrix_train.network import flat_features
+
+    x = flat_features(obs)
+    rng = np.random.default_rng(0)
+    w = jnp.asarray(rng.normal(0.0, 30.0, (x.shape[-1],)), jnp.float32)
+    b = jnp.asarray(rng.uniform(0.0, 2 * np.pi), jnp.float32)
+    return jnp.sqrt(2.0) * jnp.sin(x @ w + b)
 
 
 def collect(policy, env, behaviour: str, games: int, moves: int, seed: int, sims: int):
@@ -201,6 +217,9 @@ def main() -> None:
     p.add_argument("--value-from", default="fit",
                    help="fit (collect and fit), policy (the policy's own value) or a "
                    "value.msgpack an earlier fit wrote")  # fmt: skip
+    p.add_argument("--value-noise", type=float, default=0.0,
+                   help="add this much of a fixed random function of the state to the value "
+                   "(standard deviation, reward units)")  # fmt: skip
     p.add_argument("--value-times", type=float, default=1.0,
                    help="the leaf value's multiplier (0: no value at the leaves)")  # fmt: skip
     args = p.parse_args()
@@ -260,7 +279,7 @@ def evaluate(args, value_params) -> None:
     from hackmatrix_train.policy import evaluate_checkpoint
 
     rows = [{"num_simulations": n} for n in args.eval_sims]
-    wrap = lambda net: SplitValue(net, value_params, args.value_times)  # noqa: E731
+    wrap = lambda net: SplitValue(net, value_params, args.value_times, args.value_noise)  # noqa: E731
     for seed in args.eval_seeds:
         summary = evaluate_checkpoint(args.policy, episodes=args.episodes, seed=seed,
                                       search=rows, wrap_network=wrap)  # fmt: skip
