@@ -40,16 +40,22 @@ import jax.numpy as jnp
 
 class SplitValue:
     """A network whose logits are the policy's and whose value is the refitted network's
-    (``value_params``; None: the policy's own) times ``times`` (0: the ablation, every leaf
-    valued 0): ``apply(params, obs) -> (logits from params, value)``."""
+    (``value_params``; None: the policy's own), averaged with the ``members``' values (params of
+    other checkpoints of the same network), plus ``noise`` times ``state_noise``, times
+    ``times`` (0: the ablation, every leaf valued 0):
+    ``apply(params, obs) -> (logits from params, value)``."""
 
-    def __init__(self, net, value_params, times: float = 1.0, noise: float = 0.0):
+    def __init__(self, net, value_params, times=1.0, noise=0.0, members=()):
         self.net, self.value_params, self.times, self.noise = net, value_params, times, noise
+        self.members = members
 
     def apply(self, params, obs):
         logits, value = self.net.apply(params, obs)
         if self.value_params is not None:
             _, value = self.net.apply(self.value_params, obs)
+        for member in self.members:  # the mean of the value and the members' values
+            value = value + self.net.apply(member, obs)[1]
+        value = value / (1 + len(self.members))
         if self.noise:
             value = value + self.noise * state_noise(obs)
         return logits, value * self.times
@@ -220,6 +226,9 @@ def main() -> None:
     p.add_argument("--value-noise", type=float, default=0.0,
                    help="add this much of a fixed random function of the state to the value "
                    "(standard deviation, reward units)")  # fmt: skip
+    p.add_argument("--value-mean", nargs="*", default=[],
+                   help="checkpoints (same network and units) whose values are averaged with "
+                   "the leaf value")  # fmt: skip
     p.add_argument("--value-times", type=float, default=1.0,
                    help="the leaf value's multiplier (0: no value at the leaves)")  # fmt: skip
     args = p.parse_args()
@@ -276,10 +285,14 @@ def fit_and_save(policy, args):
 
 def evaluate(args, value_params) -> None:
     """The protocol's rows (greedy, then each search) with the value swapped in."""
-    from hackmatrix_train.policy import evaluate_checkpoint
+    from hackmatrix_train.policy import evaluate_checkpoint, load_policy
 
     rows = [{"num_simulations": n} for n in args.eval_sims]
-    wrap = lambda net: SplitValue(net, value_params, args.value_times, args.value_noise)  # noqa: E731
+    members = [load_policy(path).params for path in args.value_mean]
+
+    def wrap(net):
+        return SplitValue(net, value_params, args.value_times, args.value_noise, members)
+
     for seed in args.eval_seeds:
         summary = evaluate_checkpoint(args.policy, episodes=args.episodes, seed=seed,
                                       search=rows, wrap_network=wrap)  # fmt: skip
