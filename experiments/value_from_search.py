@@ -219,7 +219,8 @@ def main() -> None:
     p.add_argument("--eval-seeds", type=int, nargs="*", default=[0])
     p.add_argument("--eval-sims", type=int, nargs="+", default=[8, 32])
     p.add_argument("--episodes", type=int, default=256)
-    p.add_argument("--out", default="/tmp/value_from_search", help="where the value params go")
+    p.add_argument("--out", default="checkpoints/value_from_search",
+                   help="where the fitted value params go (value.msgpack)")  # fmt: skip
     p.add_argument("--value-from", default="fit",
                    help="fit (collect and fit), policy (the policy's own value) or a "
                    "value.msgpack an earlier fit wrote")  # fmt: skip
