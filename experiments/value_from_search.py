@@ -151,13 +151,13 @@ def fit_value(net, start_params, obs, ret, held, epochs: int, lr: float, minibat
     import jax
     import numpy as np
     import optax
+    from target_noise import pick
 
     tx = optax.adam(lr)
     if critic:
         tx = optax.multi_transform({"train": tx, "freeze": optax.set_to_zero()},
                                    critic_only(start_params))  # fmt: skip
     params, opt = start_params, tx.init(start_params)
-    pick = lambda rows: jax.tree.map(lambda x: x[rows], obs)  # noqa: E731
 
     def loss(p, o, g):
         return jnp.mean((net.apply(p, o)[1] - g) ** 2)
@@ -172,7 +172,7 @@ def fit_value(net, start_params, obs, ret, held, epochs: int, lr: float, minibat
 
     def held_error(p):
         rows = np.flatnonzero(held)
-        v = np.concatenate([np.asarray(value_of(p, pick(rows[i : i + 4096])))
+        v = np.concatenate([np.asarray(value_of(p, pick(obs, rows[i : i + 4096])))
                             for i in range(0, len(rows), 4096)])  # fmt: skip
         g = ret[rows]
         return float(np.mean((v - g) ** 2)), float(1 - np.var(g - v) / np.var(g))
@@ -188,7 +188,7 @@ def fit_value(net, start_params, obs, ret, held, epochs: int, lr: float, minibat
         losses = []
         for i in range(0, len(order) - minibatch + 1, minibatch):
             rows = order[i : i + minibatch]
-            params, opt, value = step(params, opt, pick(rows), jnp.asarray(ret[rows]))
+            params, opt, value = step(params, opt, pick(obs, rows), jnp.asarray(ret[rows]))
             losses.append(float(value))
         err = held_error(params)
         print(f"epoch {epoch}: train MSE {np.mean(losses):.2f}; held-out MSE {err[0]:.2f}, "
@@ -259,6 +259,9 @@ def fit_and_save(policy, args):
     from hackmatrix_train.trainer import make_env
 
     cfg = policy.cfg
+    if args.train == "critic" and cfg.network != "grid":
+        raise SystemExit(f"--train critic names GridEncoder's critic layers; this policy's "
+                         f"network is {cfg.network!r}: use --train all")  # fmt: skip
     env = make_env(cfg)
     t0 = time.time()
     print(f"collecting {args.games} games x {args.moves} moves ({args.behaviour})", flush=True)
