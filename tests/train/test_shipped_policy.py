@@ -117,11 +117,11 @@ def test_the_guided_policy_is_the_default_guided_by_a_search_that_values_program
 
 def test_two_reverse_kl_rounds_follow_the_guided_policy(random_play, guided_play):
     """The same command with `--guide-divergence reverse`, from the guided policy (r2), then
-    from r2 (r3, the shipped agent's start); each round's teacher is its start. Over keys 0, 1 and 13 (256
-    episodes a key) r2 wins 8.3 % greedy, r3 8.3 % greedy and 20.8 % with honest search 8 (the
-    guided policy 16.2 %). The first 64 of key 0: r2 reaches stage 5.23 and wins 7, r3 stage
-    5.30, wins 6, acquires 1.13 programs and siphons 1.23 blocks per game (the guided policy
-    1.02 and 1.09)."""
+    from r2 (r3, the shipped agent's start); each round's teacher is its start. Over keys 0, 1
+    and 13 (256 episodes a key) r2 wins 8.3 % greedy, r3 8.3 % greedy and 20.8 % with honest
+    search 8 (the guided policy 16.2 %). The first 64 of key 0: r2 reaches stage 5.23 and wins
+    7, r3 stage 5.30, wins 6, acquires 1.13 programs and siphons 1.23 blocks per game (the
+    guided policy 1.02 and 1.09)."""
     guided_recipe(REVERSE_R2_POLICY, GUIDED_POLICY, guide_bonus=5.0, guide_divergence="reverse")
     guided_recipe(REVERSE_R3_POLICY, REVERSE_R2_POLICY, guide_bonus=5.0, guide_divergence="reverse")
     for path in (REVERSE_R2_POLICY, REVERSE_R3_POLICY):
