@@ -5,7 +5,7 @@ not follow the network they train. Round 1 is the run the flags describe, from
 ``--init-params``; round k + 1 is the same run from round k's final network, which is also its
 teacher, so each round's search plans with a stronger prior and value than the last. The
 shipped agent's second and third rounds are ``--guide-rounds 2`` from the guided policy (its
-fourth, from the third, ``--gamma 0.997``); rounds shorter
+fourth, from the third, and its fifth, from the fourth, ``--gamma 0.997``); rounds shorter
 than the recipe's do not compound (specs/train.md §11).
 
 Each round is an ordinary run in its own directory (``<run>-round<k>``) with its own
