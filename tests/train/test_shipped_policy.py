@@ -133,41 +133,30 @@ def test_two_reverse_kl_rounds_follow_the_guided_policy(random_play, guided_play
         assert policy[economy] > guided_play[economy], economy  # r3's
 
 
-def test_the_fourth_round_is_r3_at_gamma_0997(random_play):
-    """The third round's command from r3 with `--gamma 0.997` (the shipped agent's start): a
-    value that sees the end game, for the search. Over keys 0, 1 and 13 (256 episodes a key) it searches
-    36.6 % at 32 simulations and 27.9 % at 8 (r3: 29.7 % and 20.8 %) and acquires 1.53 programs
-    per searched game (r3: 1.23); greedy it wins 6.6 % at stage 5.01 (r3: 8.3 %, 5.26). The
-    first 64 greedy games of key 0 reach stage 4.72 (stage 5+ 55 %), win 5, run 4.20 programs
-    over 14 and acquire 1.09 programs per game."""
+@pytest.mark.parametrize(
+    "policy_path, start, stage, wins",
+    [(GAMMA_R4_POLICY, REVERSE_R3_POLICY, 4.6, 5), (GAMMA_R5_POLICY, GAMMA_R4_POLICY, 4.5, 4)],
+    ids=["r4", "r5"],
+)
+def test_the_fourth_and_fifth_rounds_run_at_gamma_0997(
+    random_play, policy_path, start, stage, wins
+):
+    """The third round's command with `--gamma 0.997`, a value that sees the end game, for the
+    search: from r3 (r4, the shipped agent's start), then from r4 (r5, the shipped agent). Over
+    keys 0, 1 and 13 (256 episodes a key) r4 searches 36.6 % at 32 simulations and 27.9 % at 8
+    (r3: 29.7 % and 20.8 %) and acquires 1.53 programs per searched game (r3: 1.23); greedy it
+    wins 6.6 % at stage 5.01 (r3: 8.3 %, 5.26). r5 searches 41.5 % and 32.1 %, acquires 1.70
+    programs and siphons 1.85 blocks per searched game (r4: 1.67), and wins 8.1 % greedy at
+    stage 4.79. The first 64 greedy games of key 0: r4 reaches stage 4.72 (stage 5+ 55 %), wins
+    5, runs 4.20 programs over 14 and acquires 1.09 per game; r5 stage 4.64 (48 %), 4 wins,
+    4.61 programs over 11, 1.02 acquired."""
     cfg = guided_recipe(
-        GAMMA_R4_POLICY, REVERSE_R3_POLICY, guide_bonus=5.0, guide_divergence="reverse",
-        gamma=0.997,
-    )  # fmt: skip
+        policy_path, start, guide_bonus=5.0, guide_divergence="reverse", gamma=0.997
+    )
     assert cfg.gamma == 0.997
-    policy = evaluate_checkpoint(str(GAMMA_R4_POLICY), greedy=True, episodes=64, seed=0)
+    policy = evaluate_checkpoint(str(policy_path), greedy=True, episodes=64, seed=0)
     assert policy["disabled_programs"] == ["undo"] and policy["program_use"]["undo"] == 0
-    assert policy["stage_mean"] >= 4.6 and policy["win_rate_without_quirk"] >= 5 / 64
-    assert policy["return_mean"] > random_play["return_mean"] + 25
-    assert policy["non_undo_programs_per_episode"] >= 4 and policy["distinct_programs_used"] >= 8
-    assert policy["programs_acquired_per_episode"] > 1.0
-    assert policy["stage_completions_by_undo_quirk"] == 0 and policy["unfinished"] == 0
-
-
-def test_the_shipped_agent_is_a_fifth_round_from_r4_at_gamma_0997(random_play):
-    """The fourth round's command from r4 (the shipped agent). Over keys 0, 1 and 13 (256
-    episodes a key) it searches 41.5 % at 32 simulations (r4: 36.6 %), acquires 1.70 programs
-    and siphons 1.85 blocks per searched game (r4: 1.53 and 1.67), and wins 8.1 % greedy at
-    stage 4.79 (r4: 6.6 %, 5.01). The first 64 greedy games of key 0 reach stage 4.64 (stage 5+
-    48 %), win 4, run 4.61 programs over 11 and acquire 1.02 programs per game."""
-    cfg = guided_recipe(
-        GAMMA_R5_POLICY, GAMMA_R4_POLICY, guide_bonus=5.0, guide_divergence="reverse",
-        gamma=0.997,
-    )  # fmt: skip
-    assert cfg.gamma == 0.997
-    policy = evaluate_checkpoint(str(GAMMA_R5_POLICY), greedy=True, episodes=64, seed=0)
-    assert policy["disabled_programs"] == ["undo"] and policy["program_use"]["undo"] == 0
-    assert policy["stage_mean"] >= 4.5 and policy["win_rate_without_quirk"] >= 4 / 64
+    assert policy["stage_mean"] >= stage and policy["win_rate_without_quirk"] >= wins / 64
     assert policy["return_mean"] > random_play["return_mean"] + 25
     assert policy["non_undo_programs_per_episode"] >= 4 and policy["distinct_programs_used"] >= 8
     assert policy["programs_acquired_per_episode"] > 1.0
