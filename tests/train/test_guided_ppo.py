@@ -21,6 +21,8 @@ from hackmatrix_train.search import policy_mask
 from hackmatrix_train.trainer import make_train
 from repo_files import ROOT
 from train.recipes import plain_ppo
+from train.train_probes import MASKS as PROBE_MASKS
+from train.train_probes import ProbeParams, ProbeSuite
 
 
 def _batch():
@@ -72,6 +74,23 @@ def test_search_kl_gradient_pulls_the_searched_rows_toward_the_target():
     before_rows, after_rows = _kl_rows(logits, target, mask), _kl_rows(after, target, mask)
     assert (after_rows[[0, 2, 3]] < before_rows[[0, 2, 3]]).all()
     np.testing.assert_allclose(after_rows[1], before_rows[1])
+
+
+def test_reverse_kl_is_the_weighted_mean_of_the_rows_kl_a_zero_target_at_the_floor():
+    """KL(policy || target) per row, averaged over the searched rows; where the target has no
+    mass on a legal action its log is ``LOG_FLOOR``, so policy mass there costs, never pays."""
+    logits, target, mask = _batch()
+    target = target.at[0].set(jnp.zeros(28).at[1].set(1.0))  # row 0: one of 4 legal actions
+    weight = jnp.asarray([1.0, 0.0, 1.0, 1.0])
+    p = np.asarray(jax.nn.softmax(jnp.where(mask, logits, -1e9), -1), np.float64)
+    m, t = np.asarray(mask), np.asarray(target, np.float64)
+    log_t = np.where(t > 0, np.log(np.where(t > 0, t, 1.0)), guided.LOG_FLOOR)
+    rows = np.array([np.sum(p[i, m[i]] * (np.log(p[i, m[i]]) - log_t[i, m[i]])) for i in range(4)])
+    assert (rows >= 0).all()
+    got = float(guided.reverse_kl(logits, mask, target, weight))
+    np.testing.assert_allclose(got, rows[[0, 2, 3]].mean(), rtol=1e-5)
+    # row 0's mass off the target costs -LOG_FLOOR per unit, less the policy's entropy
+    assert rows[0] >= -guided.LOG_FLOOR * (1 - p[0, 1]) - np.log(4)
 
 
 def test_a_bad_learner_setting_is_refused():
@@ -167,25 +186,35 @@ def _last_legal_search(apply_fn, search_cfg, params, key, state):
     return SimpleNamespace(policy_target=jax.nn.one_hot(last, mask.shape[-1]))
 
 
-@pytest.mark.slow
+def _last_legal_probe_search(apply_fn, search_cfg, params, key, state):
+    """The same stand-in on the probe suite's states (their mask is their kind's)."""
+    mask = PROBE_MASKS[state.kind]
+    last = jnp.argmax(jnp.where(mask, jnp.arange(mask.shape[-1]), -1), axis=-1)
+    return SimpleNamespace(policy_target=jax.nn.one_hot(last, mask.shape[-1]))
+
+
 def test_the_actors_targets_reach_the_loss_and_pull_the_policy():
     """With the search replaced by a fixed target (the last legal action), PPO's update with
     the KL term lowers the KL to it, update after update, far below where PPO alone ends.
-    Half the games are searched: the rest carry weight 0."""
+    Half the games are searched: the rest carry weight 0.
+
+    On the probe suite (it compiles in seconds; the learner does not depend on the env): its
+    masked-best probe pays 1 for action 1 and 0 for action 2, the last legal one, so PPO
+    alone moves away from the target there while the KL term pulls toward it."""
     envs, steps = 8, 8
     cfg = plain_ppo(
         num_envs=envs, num_steps=steps, total_timesteps=envs * steps * 40, network="mlp",
         hidden_dim=32, num_layers=1, lr=3e-3, update_epochs=4, num_minibatches=2,
-        no_wandb=True, final_eval_episodes=0, max_steps_in_episode=40,
-        disabled_programs=("undo",), seed=0,
+        no_wandb=True, final_eval_episodes=0, seed=0,
     )  # fmt: skip
     actor = functools.partial(guided.guided_actor, searched_envs=envs // 2,
-                              search=_last_legal_search)  # fmt: skip
+                              search=_last_legal_probe_search)  # fmt: skip
 
     def kl_over(kl_coef, divergence="forward"):
         """Each divergence's logged KL, averaged over chunks of 1, 15 and 15 updates."""
         chosen = guided.learner(kl_coef, envs // 2, "online", divergence=divergence)
-        trainer = make_train(cfg, learner=chosen, actor=actor, devices=jax.devices()[:1])
+        trainer = make_train(cfg, ProbeSuite(), ProbeParams(), learner=chosen, actor=actor,
+                             devices=jax.devices()[:1])  # fmt: skip
         runner, seen = trainer.init(), {"train/search_kl": [], "train/reverse_kl": []}
         for n in (1, 15, 15):
             runner, metrics = trainer.run_chunk(runner, n)

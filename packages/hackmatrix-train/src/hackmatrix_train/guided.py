@@ -103,7 +103,7 @@ def reverse_kl(logits, mask, target, weight):
     in a row's logits is ``weight x p x (log p - log target - KL)`` over the weights' sum: mass
     leaves the actions the policy favours more than the target does."""
     log_p = masked_log_policy(logits, mask)
-    log_t = jnp.maximum(log_of(target), LOG_FLOOR)
+    log_t = jnp.maximum(jnp.log(target), LOG_FLOOR)  # log 0 = -inf: the floor
     rows = jnp.sum(jnp.where(mask, jnp.exp(log_p) * (log_p - log_t), 0.0), axis=-1)
     return (rows * weight).sum() / jnp.maximum(weight.sum(), 1.0)
 
