@@ -131,7 +131,8 @@ def build_search(size: dict):
     cfg, env, env_params, apply_fn, params = _policy(size)
     search_cfg = search_config_from_train(cfg, num_simulations=8)
     _, (_, state) = _env_batch(env, env_params, size["search_games"])
-    return make_search(apply_fn, search_cfg), (params, jax.random.key(2), state)
+    search = make_search(apply_fn, search_cfg)  # partial(jitted, the config's floats)
+    return search.func, (*search.args, params, jax.random.key(2), state)
 
 
 def build_evaluate(size: dict):

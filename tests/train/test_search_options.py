@@ -11,6 +11,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -19,10 +21,12 @@ from builders import make_state
 from hackmatrix_env import HackMatrix
 from hackmatrix_env.constants import NUM_ACTIONS, Action
 from hackmatrix_train.search import (
+    ARGUMENT_FLOATS,
     Node,
     SearchConfig,
     make_recurrent_fn,
     make_search,
+    run_search,
     search_config_from_train,
 )
 
@@ -184,6 +188,33 @@ def test_a_raw_target_moves_with_the_q_values_size_a_rescaled_one_does_not(state
     )
     with pytest.raises(ValueError, match="target_q"):
         SearchConfig(target_q="clipped")
+
+
+def test_the_configs_floats_are_arguments_of_one_program_with_the_constants_results(states):
+    """``make_search`` passes the config's floats (``ARGUMENT_FLOATS``) to its program: two
+    configs that differ only in them lower to the same program (one compile serves both), and
+    its results are those of the program with the floats as constants, bit for bit."""
+    base = dict(num_simulations=8, disabled=(14,), target_value_scale=0.1, target_q="raw")
+    floats = dict(gumbel_scale=0.5, value_scale=1.0, target_value_scale=0.3, gamma=0.997,
+                  reward_scale=1e-3)  # fmt: skip
+    assert set(floats) == set(ARGUMENT_FLOATS)
+    one, other = (
+        make_search(prior_fn, SearchConfig(**base)),
+        make_search(prior_fn, SearchConfig(**{**base, **floats})),
+    )
+    args = (UNIFORM, jax.random.key(0), states)
+
+    def program(search):
+        return search.func.lower(*search.args, *args).as_text()
+
+    assert program(one) == program(other)
+    as_constants = jax.jit(
+        functools.partial(run_search, prior_fn, SearchConfig(**{**base, **floats}))
+    )
+    want, got = as_constants(*args), other(*args)
+    assert not np.array_equal(np.asarray(got.policy_target), np.asarray(one(*args).policy_target))
+    for name, a, b in zip(want._fields, want, got, strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b), err_msg=name)
 
 
 def test_common_chance_steps_every_child_of_a_node_with_the_nodes_draw(states):

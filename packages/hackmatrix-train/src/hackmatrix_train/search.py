@@ -36,6 +36,7 @@ target a search trainer learns from.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from functools import partial
 from typing import NamedTuple
@@ -289,10 +290,35 @@ def improved_policy(
     return jax.nn.softmax(jnp.where(mask, prior_logits + completed, MASKED_LOGIT), axis=-1)
 
 
+# The config's floats that ``make_search`` passes to its compiled program as arguments
+ARGUMENT_FLOATS = ("gumbel_scale", "value_scale", "target_value_scale", "gamma", "reward_scale")
+
+
 def make_search(apply_fn, cfg: SearchConfig, **parts):
-    """Jitted ``search(params, key, state) -> SearchOutput`` over a batch of states; ``parts``
-    (``make_recurrent``, ``resample``, ``policy_fn``) replace ``run_search``'s own."""
-    return jax.jit(partial(run_search, apply_fn, cfg, **parts))
+    """``search(params, key, state[, cryptog_belief]) -> SearchOutput`` over a batch of states,
+    jitted; ``parts`` (``make_recurrent``, ``resample``, ``policy_fn``) replace ``run_search``'s
+    own. It is ``partial(jitted, floats)``: the config's ``ARGUMENT_FLOATS`` enter the program
+    as arguments (``with_floats``), not as constants, so configs that differ only in them
+    compile one program, and the persistent compile cache serves the next (a search
+    compiles in about a minute on a CPU core). The results are the constants' bit for bit
+    (``tests/train/test_search_options.py``)."""
+    floats = {
+        k: jnp.float32(getattr(cfg, k)) for k in ARGUMENT_FLOATS if getattr(cfg, k) is not None
+    }
+
+    def search(floats, params, key, state, *belief):
+        return run_search(apply_fn, with_floats(cfg, floats), params, key, state, *belief, **parts)
+
+    return partial(jax.jit(search), floats)
+
+
+def with_floats(cfg: SearchConfig, floats: dict) -> SearchConfig:
+    """``cfg`` with the fields named in ``floats`` set to its values (traced arrays inside a
+    jitted search), unchecked: ``SearchConfig``'s checks compare Python numbers."""
+    out = copy.copy(cfg)
+    for name, value in floats.items():
+        object.__setattr__(out, name, value)
+    return out
 
 
 def search_config_from_train(train_cfg, **overrides) -> SearchConfig:
