@@ -15,6 +15,7 @@ import pytest
 from builders import make_state, scenario
 from hackmatrix_env.devices import usable_cores
 from hackmatrix_train import compile_cache
+from xla_flags import TEST_XLA_FLAGS
 
 # Persistent compilation cache: identical programs compiled by different tests
 # (or by an earlier run) are loaded instead of recompiled. The env step takes
@@ -24,6 +25,10 @@ os.environ.setdefault(
     compile_cache.ENV_VAR, os.path.join(tempfile.gettempdir(), "hackmatrix-jax-cache")
 )
 compile_cache.enable(compile_cache.default_cache_dir())
+
+# The suite compiles at LLVM's -O0 (``xla_flags.py``): read when the backend starts, after this
+# file, and by every subprocess a test starts. A user's own XLA_FLAGS win.
+os.environ.setdefault("XLA_FLAGS", TEST_XLA_FLAGS)
 
 
 MAX_WORKERS = 4

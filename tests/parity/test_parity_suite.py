@@ -17,6 +17,7 @@ from hackmatrix_parity.engine import (
     random_scenarios,
     run_sharded,
 )
+from xla_flags import optimized_xla
 
 SCENARIOS = int(os.environ.get("PARITY_SCENARIOS", "2000"))
 STEPS = int(os.environ.get("PARITY_STEPS", "20"))
@@ -26,7 +27,8 @@ WORKERS = int(os.environ.get("PARITY_WORKERS", "2"))
 @pytest.fixture(scope="module")
 def report(swift_bin):
     cfg = Config(scenarios=SCENARIOS, steps=STEPS, seed=2024, num_keys=16, batch=8)
-    rep = run_sharded(cfg, random_scenarios(cfg.scenarios, cfg.seed), swift_bin, WORKERS)
+    with optimized_xla():  # its engines run the env step ~10^5 times: optimized code pays
+        rep = run_sharded(cfg, random_scenarios(cfg.scenarios, cfg.seed), swift_bin, WORKERS)
     if rep.failures:
         with Engine(cfg, swift_bin) as eng:
             from hackmatrix_parity.shrink import Shrinker, repro_json
