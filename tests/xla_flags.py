@@ -2,10 +2,10 @@
 
 Most of the suite's time is XLA compiling programs that it then runs on a few states, and at
 LLVM's -O0 those compile faster: on the 2-core box, a file of search tests (9 real-env search
-programs) took 631 s against 895 s, and a mixed sample of env, rollout and evaluation tests
-845 s against 1,000 s, each pair side by side. XLA's floating point does not depend on the level
+programs) took 631 s against 895 s (one after the other), and a mixed sample of env, rollout
+and evaluation tests 845 s against 1,000 s (side by side). XLA's floating point does not depend on the level
 (no fast math), so every result is the same bit for bit. A program run many times pays for
-unoptimized code instead: the parity run (the env step about 10^5 times) takes 1.7 x as long
+unoptimized code instead: the parity run (the env step about 10^5 times) takes 1.4-1.7 x as long
 at -O0, so it starts its engines under ``optimized_xla``.
 """
 
