@@ -181,16 +181,18 @@ def test_the_tree_bonus_reaches_the_teachers_search(monkeypatch):
 
 def _last_legal_search(apply_fn, search_cfg, params, key, state):
     """A stand-in for the search: all its mass on each state's last legal action."""
-    mask = policy_mask(state, search_cfg.disabled)
+    return _last_legal_target(policy_mask(state, search_cfg.disabled))
+
+
+def _last_legal_target(mask):
+    """All of each row's mass on its last legal action (the stand-ins' ``policy_target``)."""
     last = jnp.argmax(jnp.where(mask, jnp.arange(mask.shape[-1]), -1), axis=-1)
     return SimpleNamespace(policy_target=jax.nn.one_hot(last, mask.shape[-1]))
 
 
 def _last_legal_probe_search(apply_fn, search_cfg, params, key, state):
     """The same stand-in on the probe suite's states (their mask is their kind's)."""
-    mask = PROBE_MASKS[state.kind]
-    last = jnp.argmax(jnp.where(mask, jnp.arange(mask.shape[-1]), -1), axis=-1)
-    return SimpleNamespace(policy_target=jax.nn.one_hot(last, mask.shape[-1]))
+    return _last_legal_target(PROBE_MASKS[state.kind])
 
 
 def test_the_actors_targets_reach_the_loss_and_pull_the_policy():
