@@ -26,8 +26,9 @@ os.environ.setdefault(
 )
 compile_cache.enable(compile_cache.default_cache_dir())
 
-# The suite compiles at LLVM's -O0 (``xla_flags.py``): read when the backend starts, after this
-# file, and by every subprocess a test starts. A user's own XLA_FLAGS win.
+# The suite compiles at LLVM's -O0 with XLA:CPU's older emitters (``xla_flags.py``): read when
+# the backend starts, after this file, and by every subprocess a test starts. A user's own
+# XLA_FLAGS win.
 os.environ.setdefault("XLA_FLAGS", TEST_XLA_FLAGS)
 
 

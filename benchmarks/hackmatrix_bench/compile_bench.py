@@ -266,10 +266,14 @@ def lowered_op_count(mlir_text: str) -> int:
     )
 
 
-def measure(build: Callable, size: dict, xla: bool = True) -> dict:
+def measure(
+    build: Callable, size: dict, xla: bool = True, compiler_options: dict | None = None
+) -> dict:
     """Build, trace, lower and compile one program from cold caches: seconds and sizes.
 
     ``xla=False`` stops after lowering: the lowered module's operation count only (fast).
+    ``compiler_options`` override XLA's debug options for this compile only (the test suite's
+    graph-size guard undoes its own XLA_FLAGS with them).
     """
     jax.clear_caches()
     t0 = time.perf_counter()
@@ -285,7 +289,7 @@ def measure(build: Callable, size: dict, xla: bool = True) -> dict:
             "lower_s": round(t3 - t2, 2),
             "lowered_ops": lowered_op_count(lowered.as_text()),
         }
-    compiled = lowered.compile()
+    compiled = lowered.compile(compiler_options)
     t4 = time.perf_counter()
     text = compiled.as_text()
     return {
