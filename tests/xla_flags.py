@@ -10,17 +10,18 @@ make those compiles cheap:
   10.5 s and the PPO chunk's 7.8 s against 13.8 s (13.7 s and 20.3 s with neither flag).
 
 Over the whole suite, cold, one run after the other on the idle 2-core box (every test's JAX
-events summed): XLA compile 2,599 s at -O0 alone against 1,632 s with both flags. Neither flag is
-for the product: at ``hm-bench env``'s 4,096 envs the older emitters compile the step no faster
-and run it at half the speed. A program run many times pays for unoptimized code: the parity run
-(the env step about 10^5 times) took 770 s under both flags against 290 s at the default level,
-so it starts its engines under ``optimized_xla``.
+events summed): XLA compile 2,599 s at -O0 alone against 1,543 s with both flags, and the run
+1,852 s against 2,515 s. Neither flag is for the product: at ``hm-bench env``'s 4,096 envs the
+older emitters compile the step no faster and run it at half the speed. A program run many
+times pays for unoptimized code: the parity run (the env step about 10^5 times) took 770 s
+under both flags against 290 s at the default level, so it starts its engines under
+``optimized_xla``.
 
-XLA's floating point does not depend on the LLVM level (no fast math); the emitters choose their
-own loops, so a float reduction may sum in another order than the product's programs do. The
-suite compares programs it compiles itself, all under these flags, so that cannot show; the one
-test about the product's compiled graph, the graph-size guard, compiles with
-``PRODUCT_COMPILER_OPTIONS``.
+XLA's floating point does not depend on the LLVM level (no fast math), but the emitters choose
+their own loops, so a float reduction may sum in another order than in the product's programs.
+The tests compare programs the suite compiles itself, all under the same flags (the suite passes
+under these and at XLA's defaults); the one test about the product's compiled graph, the
+graph-size guard, compiles with ``PRODUCT_COMPILER_OPTIONS``.
 """
 
 from __future__ import annotations
