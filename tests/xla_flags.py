@@ -19,9 +19,10 @@ under both flags against 290 s at the default level, so it starts its engines un
 
 XLA's floating point does not depend on the LLVM level (no fast math), but the emitters choose
 their own loops, so a float reduction may sum in another order than in the product's programs.
-The tests compare programs the suite compiles itself, all under the same flags (the suite passes
-under these and at XLA's defaults); the one test about the product's compiled graph, the
-graph-size guard, compiles with ``PRODUCT_COMPILER_OPTIONS``.
+The tests compare programs the suite compiles itself, all under the same flags; the one test
+about the product's compiled graph, the graph-size guard, compiles with
+``PRODUCT_COMPILER_OPTIONS`` (under the older emitters the tiny search is 59,905 instructions,
+against 50,039 in the product).
 """
 
 from __future__ import annotations
