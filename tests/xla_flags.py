@@ -32,11 +32,16 @@ import os
 
 import pytest
 
-TEST_XLA_FLAGS = "--xla_backend_optimization_level=0 --xla_cpu_use_fusion_emitters=false"
+# The test flags that change the optimized graph, with their test values (LLVM's level does not).
+_GRAPH_FLAGS = {"xla_cpu_use_fusion_emitters": False}
 
-# Per-compile options that undo the test flags' effect on the optimized graph (LLVM's level does
-# not change it): what the product's programs are made of.
-PRODUCT_COMPILER_OPTIONS = {"xla_cpu_use_fusion_emitters": True}
+TEST_XLA_FLAGS = " ".join(
+    ["--xla_backend_optimization_level=0"]
+    + [f"--{name}={str(value).lower()}" for name, value in _GRAPH_FLAGS.items()]
+)
+
+# Per-compile options that undo those: what the product's programs are made of.
+PRODUCT_COMPILER_OPTIONS = {name: not value for name, value in _GRAPH_FLAGS.items()}
 
 
 @contextlib.contextmanager
