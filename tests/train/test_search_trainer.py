@@ -12,10 +12,14 @@ from __future__ import annotations
 
 import csv
 import importlib.util
+from types import SimpleNamespace
 
 import jax
+import jax.numpy as jnp
+import numpy as np
 import pytest
 from hackmatrix_env import EnvParams
+from hackmatrix_env.constants import NUM_ACTIONS
 from hackmatrix_train import checkpoint as ckpt
 from hackmatrix_train.evaluate import evaluate_params
 from hackmatrix_train.run import run
@@ -101,14 +105,50 @@ def test_the_improved_policy_target_keeps_its_entropy(trained):
     assert rows and all(_target_entropy(row) > 0.05 for row in rows), rows
 
 
-@pytest.mark.slow
+def _search_output(action, policy_target):
+    """A search's output as the actor reads it: the move, the prior's argmax (the move + 1:
+    every move overrides it), the root value and the policy target."""
+    return SimpleNamespace(
+        action=action, prior_action=action + 1, root_value=jnp.zeros(action.shape),
+        policy_target=policy_target,
+    )  # fmt: skip
+
+
 def test_the_action_target_is_the_played_move(tmp_path):
-    """``--target action`` learns the one-hot of the move the search played: the
-    cross-entropy to it equals the KL from it (a one-hot has no entropy)."""
-    cfg = _cfg(tmp_path, total_timesteps=ENVS * STEPS, update_epochs=1)
-    trainer = make_train(cfg, learner=search_trainer.learner("action"))
-    _, metrics = trainer.run_chunk(trainer.init(), 1)
-    assert abs(_target_entropy(jax.device_get(metrics))) < 1e-4
+    """``--target action``: the actor hands the loss the one-hot of the move the search played
+    where the default target is the search's improved policy; against the one-hot the
+    cross-entropy equals the KL from it (a one-hot has no entropy). A stand-in search (the
+    actor's ``search`` argument) plays fixed moves: the real search's targets are
+    ``test_search_options.py``'s, and the fixture's run trains on them."""
+    n = 8
+    k = jax.random.split(jax.random.key(0), 3)
+    improved = jax.nn.softmax(3 * jax.random.normal(k[0], (n, NUM_ACTIONS)))
+    played = jax.random.randint(k[1], (n,), 0, NUM_ACTIONS)
+
+    def stand_in(apply_fn, search_cfg, params, key, state):
+        return _search_output(played, improved)
+
+    cfg = _cfg(tmp_path)
+    targets = {}
+    for target in ("action", "improved"):
+        act = search_trainer.search_actor(cfg, None, search=stand_in, target=target)
+        action, _, _, (targets[target], overridden) = act(None, None, None, k[2])
+        np.testing.assert_array_equal(np.asarray(action), np.asarray(played))
+        np.testing.assert_array_equal(np.asarray(overridden), np.ones(n, np.float32))
+    np.testing.assert_array_equal(
+        np.asarray(targets["action"]), np.asarray(jax.nn.one_hot(played, NUM_ACTIONS))
+    )
+    np.testing.assert_array_equal(np.asarray(targets["improved"]), np.asarray(improved))
+
+    class Obs:
+        action_mask = jnp.ones((n, NUM_ACTIONS), bool)
+
+    logits, value = jax.random.normal(k[2], (n, NUM_ACTIONS)), jnp.zeros(n)
+    _, aux = search_trainer.search_loss(
+        None, lambda p, o: (logits, value), Obs(), targets["action"], value, 1.0
+    )
+    assert float(aux["target_kl"]) > 0.1
+    np.testing.assert_allclose(float(aux["policy_ce"]), float(aux["target_kl"]), rtol=1e-6)
 
 
 def test_a_bad_search_target_is_refused(tmp_path):
@@ -139,25 +179,25 @@ def test_shaping_the_tree_cannot_follow_is_refused(tmp_path, fields, message):
 def test_a_raw_target_at_a_tiny_scale_is_the_networks_own_policy(tmp_path):
     """``--target raw``: the improved policy with Q in the value's units; at a value
     scale of 1e-6 the Q differences of one update's states move it nowhere: the KL from the
-    target to the (unchanged: lr 1e-9) network is ~0, where the default target's is not."""
-    kls = {}
-    for target, scale in (("raw", 1e-6), ("improved", None)):
-        cfg = _cfg(
-            tmp_path / target, search_target_value_scale=scale,
-            total_timesteps=ENVS * STEPS, update_epochs=1, lr=1e-9,
-        )  # fmt: skip
-        trainer = make_train(cfg, learner=search_trainer.learner(target))
-        _, metrics = trainer.run_chunk(trainer.init(), 1)
-        kls[target] = float(jax.device_get(metrics)["train/target_kl"])
-    assert kls["raw"] < 1e-5 and kls["improved"] > 1e-3, kls
+    target to the (unchanged: lr 1e-9) network is ~0. (The default target's KL is not: the
+    search's own tests compare the two targets; this one checks the trainer hands the search
+    its scale and the raw form.)"""
+    cfg = _cfg(
+        tmp_path, search_target_value_scale=1e-6, total_timesteps=ENVS * STEPS, update_epochs=1,
+        lr=1e-9,
+    )  # fmt: skip
+    search_cfg = search_trainer.search_config(cfg, "raw")
+    assert (search_cfg.target_q, search_cfg.target_value_scale) == ("raw", 1e-6)
+    trainer = make_train(cfg, learner=search_trainer.learner("raw"))
+    _, metrics = trainer.run_chunk(trainer.init(), 1)
+    metrics = jax.device_get(metrics)
+    assert float(metrics["train/target_kl"]) < 1e-5, metrics
+    assert float(metrics["train/override_frac"]) > 0  # the search did play: it overruled moves
 
 
 def test_the_overrides_target_learns_only_where_the_search_overruled():
     """``--target overrides``: the cross-entropy is the mean over the rows the weight
     picks (the moves where the search overruled the network), the value loss over all rows."""
-    import jax.numpy as jnp
-    import numpy as np
-    from hackmatrix_env.constants import NUM_ACTIONS
 
     search_loss = search_trainer.search_loss
 
