@@ -312,6 +312,12 @@ BENCHMARKS: dict[str, Benchmark] = {
         "3-5 min on 2 CPU cores (3 pairs)",
         module="hackmatrix_bench.import_start",
     ),
+    "eager": Benchmark(
+        "one game in a Python loop and the README's gymnax snippet, cold, the env's eager calls "
+        "compiled quick and with XLA's defaults, alternating: compile, per-step time, same game",
+        "3-5 min on 2 CPU cores (3 pairs)",
+        module="hackmatrix_bench.eager_start",
+    ),
     "train": Benchmark(
         "PPO end to end: init, compile and steps/s per env count",
         "3-5 min on 2 CPU cores",

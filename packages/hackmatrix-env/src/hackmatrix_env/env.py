@@ -41,7 +41,6 @@ the base class's ``step`` exactly, apart from that unread buffer.
 from __future__ import annotations
 
 import sys
-from functools import partial
 from typing import Any
 
 import jax
@@ -56,6 +55,7 @@ from hackmatrix_env.constants import (
     NUM_STAGES,
     PLAYER_FEATURES,
 )
+from hackmatrix_env.eager import quick_when_eager
 from hackmatrix_env.game import OwedStage, is_episode_over, on_final_exit
 from hackmatrix_env.gymnax_base import environment, spaces
 from hackmatrix_env.history import has_snapshot
@@ -164,7 +164,17 @@ class HackMatrix(environment.Environment[EnvState, EnvParams]):
 
     # ------------------------------------------------------------------ transitions
 
-    @partial(jax.jit, static_argnames=("self",))
+    @quick_when_eager
+    def reset(
+        self, key: jax.Array, params: EnvParams | None = None
+    ) -> tuple[Observation, EnvState]:
+        """gymnax's ``reset`` (``reset_env`` with the default params when none are given), its
+        eager calls compiled quick (``eager.py``)."""
+        if params is None:
+            params = self.default_params
+        return self.reset_env(key, params)
+
+    @quick_when_eager
     def step(
         self,
         key: jax.Array,
@@ -172,7 +182,8 @@ class HackMatrix(environment.Environment[EnvState, EnvParams]):
         action: int | jax.Array,
         params: EnvParams | None = None,
     ) -> tuple[Observation, EnvState, jax.Array, jax.Array, jax.Array, dict[str, Any]]:
-        """gymnax 1.0 ``step`` with auto-reset; the history buffer is not selected (see module doc)."""
+        """gymnax 1.0 ``step`` with auto-reset; the history buffer is not selected (see module
+        doc). Its eager calls compile quick (``eager.py``)."""
         if params is None:
             params = self.default_params
         if state.history.depth != params.history_depth:  # static ints: checked at trace time
