@@ -14,6 +14,7 @@ LAYER = {
     "constants": 0,
     "devices": 0,  # jax only: importable before anything starts a JAX backend
     "gymnax_base": 0,  # gymnax's environment and spaces modules, without gymnax's package
+    "eager": 0,  # jax only: the env methods' quick compile for eager calls
     "types": 1,
     "action_set": 1.5,  # the agent's action set (mask narrowing): constants and types only
     "rng": 1,  # the counter-based random stream (twin of Rng.swift): jax only
