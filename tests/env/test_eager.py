@@ -96,3 +96,15 @@ def test_eager_play_is_the_product_programs_play_bit_for_bit(game):
         obs, state, product_state = eager[0], eager[1], product[1]
         ends += bool(eager[3] | eager[4])
     assert ends >= 1  # the game ended and auto-reset within the steps
+
+
+def test_the_gymnasium_single_env_keeps_xla_defaults(calls):
+    """A library drives the single env for as long as it trains: its calls are its own jitted
+    programs (``vector.step_one``), never the quick eager compile."""
+    from hackmatrix_env.gymnasium import HackMatrixEnv
+
+    env = HackMatrixEnv(max_episode_steps=5)
+    env.reset(seed=0)
+    for _ in range(6):  # past the step limit: the restarted game too
+        env.step(int(env.action_masks().argmax()))
+    assert not [c for c in calls if c[1] == "quick"], calls

@@ -1,13 +1,13 @@
 """A quick compile for the env's methods called outside any transformation.
 
 ``HackMatrix.step`` and ``reset`` called on concrete arrays (the README's gymnax snippet, a
-Gymnasium env, a Python loop over one game) compile a program of their own, for one game. It
-then runs a step in microseconds beside the milliseconds of Python around it, so what the user
-waits for is its compile, and XLA's defaults spend that compile on machine code the call cannot
-use. Such calls compile with LLVM's -O0 and XLA:CPU's older kernel emitters
-(``EAGER_CPU_COMPILER_OPTIONS``): measured by ``hm-bench eager`` in alternating fresh
-processes, the first ``reset`` and ``step`` compile in about 40 % of the time, and each later
-step costs about 0.3 ms more (specs/env-shell.md §7.14).
+Python loop over one game) compile a program of their own, for one game, and the user waits for
+that compile more than for the steps. Such calls compile with LLVM's -O0 and XLA:CPU's older
+kernel emitters (``EAGER_CPU_COMPILER_OPTIONS``): measured by ``hm-bench eager`` in alternating
+fresh processes on the idle 2-core box, the first ``reset`` and ``step`` compile in about half
+the time, and each later step costs about 0.9 ms more, so a loop gains up to about 10,000
+steps (specs/env-shell.md §7.14). The Gymnasium single env, which a library drives for as long
+as it trains, jits its own calls (``vector.step_one``) and keeps XLA's defaults.
 
 Called with a tracer among its arguments (inside a user's ``jit``, ``vmap``, ``scan``, or the
 trainer's, the evaluators' and the search's programs), the method is the plain ``jit`` it

@@ -72,7 +72,7 @@ from hackmatrix_env.constants import (
 )
 from hackmatrix_env.render import render_text
 from hackmatrix_env.types import EnvParams, EnvState, Observation, check_integer
-from hackmatrix_env.vector import ENV, reset_batch, step_batch
+from hackmatrix_env.vector import reset_batch, reset_one, step_batch, step_one
 
 ENV_ID = "HackMatrix-v0"
 FLAT_FEATURES = PLAYER_FEATURES + NUM_PROGRAMS + GRID_SIZE * GRID_SIZE * GRID_CHANNELS  # 1545
@@ -226,7 +226,7 @@ class HackMatrixEnv(gym.Env):
             self._state, obs = self._restarted
         else:
             self._chain, k_reset = jax.random.split(self._chain if key is None else key)
-            obs, self._state = ENV.reset(k_reset, self.params)
+            obs, self._state = reset_one(k_reset, self.params)
         self._restarted = None
         return self._observe(obs), reset_info(self._mask)
 
@@ -236,7 +236,7 @@ class HackMatrixEnv(gym.Env):
             raise RuntimeError("call reset() before step()")
         a = check_action(action)
         self._chain, k_step = jax.random.split(self._chain)
-        obs, state, reward, terminated, truncated, info = ENV.step(
+        obs, state, reward, terminated, truncated, info = step_one(
             k_step, self._state, a, self.params
         )
         terminated, truncated = bool(terminated), bool(truncated)

@@ -10,7 +10,8 @@ fixed by its start key and its actions, whether it runs alone
 (``HackMatrixVectorEnv``): the same key gives the same trajectory.
 
 ``reset_batch`` and ``step_batch`` are ``jit(vmap(...))`` of ``start_game`` and
-``step_chained``: one compiled call per batch size steps every game.
+``step_chained``: one compiled call per batch size steps every game; ``reset_one`` and
+``step_one`` are the single env's ``reset`` and ``step``, jitted.
 """
 
 from __future__ import annotations
@@ -47,3 +48,9 @@ def step_chained(
 
 reset_batch = jax.jit(jax.vmap(start_game, in_axes=(0, None)))
 step_batch = jax.jit(jax.vmap(step_chained, in_axes=(0, 0, 0, None)))
+
+# The single env's own programs: a library drives it for as many steps as it trains, so its
+# step compiles with XLA's defaults like the batched ones, not as an eager call (quick to
+# compile, about twice as slow a step: specs/env-shell.md §7.14).
+reset_one = jax.jit(lambda key, params: ENV.reset(key, params))
+step_one = jax.jit(lambda key, state, action, params: ENV.step(key, state, action, params))
