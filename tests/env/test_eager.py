@@ -74,14 +74,15 @@ def test_the_quick_options_are_the_suites_flags():
     assert flags == set(TEST_XLA_FLAGS.split())
 
 
+# the product's programs of one game: compiled once for every game below
+product_reset = jax.jit(lambda k: ENV.reset(k, PARAMS), compiler_options=PRODUCT_COMPILER_OPTIONS)
+product_step = jax.jit(
+    lambda k, s, a: ENV.step(k, s, a, PARAMS), compiler_options=PRODUCT_COMPILER_OPTIONS
+)
+
+
 @pytest.mark.parametrize("game", range(GAMES))
 def test_eager_play_is_the_product_programs_play_bit_for_bit(game):
-    product_reset = jax.jit(
-        lambda k: ENV.reset(k, PARAMS), compiler_options=PRODUCT_COMPILER_OPTIONS
-    )
-    product_step = jax.jit(
-        lambda k, s, a: ENV.step(k, s, a, PARAMS), compiler_options=PRODUCT_COMPILER_OPTIONS
-    )
     key = jax.random.key(1000 + game)
     eager, product = ENV.reset(key, PARAMS), product_reset(key)
     assert _equal(eager, product)
