@@ -78,10 +78,17 @@ def test_bad_arguments_give_a_nonzero_status(capsys):
 
 
 def test_eval_start_refuses_a_bad_count_and_compares_games_not_clocks(capsys):
-    from hackmatrix_bench.eval_start import main, strip_timing
+    from hackmatrix_bench.eval_start import child_code, main, strip_timing
+    from hackmatrix_env.eager import FEW_GAMES
 
     assert main(["--pairs", "0"]) == 2
     assert "--pairs" in capsys.readouterr().err
+    assert main(["--search", "-1"]) == 2
+    assert "--search" in capsys.readouterr().err
+    # a -defaults layout turns the few-games quick compile off; --search 0: the greedy row alone
+    plain, quick = child_code("shared-defaults", 8, 0), child_code("shared", 8, 8)
+    assert "FEW_GAMES = 0" in plain and 'layout="shared"' in plain and "search=[]" in plain
+    assert f"FEW_GAMES = {FEW_GAMES}" in quick and "'num_simulations': 8" in quick
     a = {"ret": 1.0, "search": [{"win_rate": 0.5, "seconds": 3.0, "compile_seconds": 9.0}]}
     b = {"ret": 1.0, "search": [{"win_rate": 0.5, "seconds": 4.0, "compile_seconds": 7.0}]}
     assert strip_timing(a) == strip_timing(b)

@@ -48,6 +48,7 @@ from hackmatrix_env.constants import (
     NUM_STAGES,
     REWARD_COMPONENTS,
 )
+from hackmatrix_env.eager import few_games_jit, few_games_options
 from hackmatrix_env.history import without_snapshots
 from hackmatrix_env.viewer import scene
 
@@ -98,13 +99,11 @@ def end_cause(invalid: bool, victory: bool, hp: int, truncated: bool) -> str | N
 _ENV = HackMatrix()  # no configuration: every instance is the same env (env.py)
 
 
-@jax.jit
-def _reset(keys, env_params):
+def _reset_games(keys, env_params):
     return jax.vmap(_ENV.reset, in_axes=(0, None))(keys, env_params)
 
 
-@jax.jit
-def _advance(env_params, state, action, env_keys):
+def _advance_games(env_params, state, action, env_keys):
     """One ``step_env`` per row with its env key (module doc); no auto-reset.
 
     Module level and free of the batch size, so every ``Stepper`` and every batch with the
@@ -117,6 +116,11 @@ def _advance(env_params, state, action, env_keys):
     truncated = state.time >= env_params.max_steps_in_episode
     out = (reward, terminated, truncated, info["reward_breakdown"], info["invalid_action"])
     return obs, state, without_snapshots(state), out
+
+
+# the game alone: compiled quick for a few games (hackmatrix_env.eager.few_games_options)
+_reset = few_games_jit(_reset_games, lambda keys, env_params: keys.shape[0])
+_advance = few_games_jit(_advance_games, lambda env_params, state, action, keys: action.shape[0])
 
 
 class Stepper:
@@ -189,7 +193,9 @@ class Stepper:
         if self._stepped:
             return self._step(params, obs, state, run_key, batch, rows, forced)
         if self._search is None:
-            what, estimate = "the policy and the env step", progress.COLD_COMPILE_S["recording"]
+            few = few_games_options(len(rows)) is not None  # the env step compiles quick
+            what = "the policy and the env step"
+            estimate = progress.COLD_COMPILE_S["recording a few games" if few else "recording"]
         else:
             what = f"the search ({self.search.num_simulations} simulations, {self.search.mode})"
             estimate = progress.COLD_COMPILE_S["search"]

@@ -145,7 +145,8 @@ def evaluate_checkpoint(
     ``layout``: how the programs of a run with search rows compile, the same summary each way
     (``hm-bench eval-start`` compares them): ``"shared"``, every row on one compiled game step,
     each row's moves compiled apart, the search rows' beside the greedy row (``play_shared``;
-    a sampled or random first row plays its whole program, beside);
+    a sampled or random first row plays its whole program, beside), and a greedy row alone
+    too when its step compiles quick (``hackmatrix_env.eager.few_games_options``);
     ``"beside"``, each row one whole program, the search rows' compiled beside the greedy
     evaluation (``compile_beside``); ``"sequential"``, each whole program when its turn comes.
     """
@@ -166,6 +167,7 @@ def evaluate_checkpoint(
     report.say(f"evaluating {who}: {episodes} {name} episodes from stage {start_stage}, seed "
                f"{seed}{rows}")  # fmt: skip
     import jax
+    from hackmatrix_env.eager import few_games_options
 
     from hackmatrix_train.evaluate import run_in_chunks, summarize
     from hackmatrix_train.search_evaluate import search_summary
@@ -191,7 +193,9 @@ def evaluate_checkpoint(
     configs = [search_config(policy, **overrides) for overrides in search]
     compiled = [None] * len(configs)
     what = f"the evaluation ({episodes} {name} episodes)"
-    if configs and layout == "shared" and greedy and apply_fn is not None:
+    # a greedy row alone plays on the shared step too when that step compiles quick (few games)
+    shares = bool(configs) or few_games_options(episodes) is not None
+    if shares and layout == "shared" and greedy and apply_fn is not None:
         result, compiled = play_shared(env, env_params, policy, configs, episodes, seed,
                                        search_fn, report, what)  # fmt: skip
     else:
@@ -239,6 +243,7 @@ def play_shared(env, env_params, policy, configs, episodes, seed, search_fn, rep
     from functools import partial
 
     import jax
+    from hackmatrix_env.eager import few_games_options
 
     from hackmatrix_train import progress
     from hackmatrix_train.search_evaluate import (
@@ -259,8 +264,11 @@ def play_shared(env, env_params, policy, configs, episodes, seed, search_fn, rep
         report.say(f"compiling {search_what(c)}'s moves beside the evaluation: about {estimate} "
                    "s the first time, cached after...")  # fmt: skip
     futures = in_background(jobs)
-    memory = actors[0][1]  # the greedy row ignores the memory; its step is the first row's
-    with report.compiling(what, progress.COLD_COMPILE_S["evaluation sharing its step"]):
+    memory = actors[0][1] if actors else None  # the greedy row reads none: the first row's
+    quick = few_games_options(episodes) is not None  # the step compiles quick: a shorter wait
+    estimate = progress.COLD_COMPILE_S["evaluation sharing its quick step" if quick else
+                                       "evaluation sharing its step"]  # fmt: skip
+    with report.compiling(what, estimate):
         split = games.split(greedy_actor(policy.apply_fn), memory, policy.params)
     result = split.play(policy.params, episodes, max_steps, report)
 

@@ -191,6 +191,10 @@ COLD_COMPILE_S = {
     # episodes, search 8: 37.4 s and 58.2 s side by side on the idle 2-core box)
     "evaluation sharing its step": 40,
     "search moves beside": 60,
+    # the same step compiled quick for a few games (hackmatrix_env.eager.few_games_options):
+    # 8 greedy episodes alone 15.6 s; 16 episodes beside a search of 8, 25.1 s and 48.9 s
+    "evaluation sharing its quick step": 20,
     "search": 40,  # search.make_search (hm-play's hint, hm-watch --search)
     "recording": 20,  # episodes.Stepper: reset, policy and env step, one program each
+    "recording a few games": 15,  # the same, reset and env step quick: 2 episodes 13.0 s
 }

@@ -18,6 +18,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+from hackmatrix_env.eager import few_games_options
 
 from hackmatrix_train import progress
 from hackmatrix_train.evaluate import start_episodes, summarize, tally_step
@@ -278,11 +279,12 @@ class RefillGames:
         if id(memory) in self._steps:
             return (*self._steps[id(memory)], 0.0)
         start_fn, step_fn, _ = self.game(memory)
+        options = few_games_options(self.args[2])  # the game alone: quick for a few games
         t0 = time.perf_counter()
-        start = jax.jit(start_fn).lower(self.key).compile()
+        start = jax.jit(start_fn).lower(self.key).compile(options)
         loop, fixed = jax.eval_shape(start_fn, self.key)
         action = jax.ShapeDtypeStruct(loop[2].shape, jnp.int32)
-        step = jax.jit(step_fn, donate_argnums=0).lower(loop, fixed, action).compile()
+        step = jax.jit(step_fn, donate_argnums=0).lower(loop, fixed, action).compile(options)
         self._steps[id(memory)] = (start, step)
         return start, step, time.perf_counter() - t0
 
