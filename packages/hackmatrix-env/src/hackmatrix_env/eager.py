@@ -60,16 +60,11 @@ def few_games_options(games: int) -> dict | None:
 def few_games_jit(fun: Callable, games_of: Callable[..., int], **jit_kwargs) -> Callable:
     """``jax.jit(fun, **jit_kwargs)`` for a program of the env alone, compiled with
     ``few_games_options(games_of(*args))``: quick on the CPU when its call plays few games."""
-    plain = jax.jit(fun, **jit_kwargs)
-    quick = jax.jit(fun, compiler_options=EAGER_CPU_COMPILER_OPTIONS, **jit_kwargs)
 
-    @functools.wraps(fun)
-    def call(*args):
-        few = few_games_options(games_of(*args)) is not None
-        return (call.quick if few else call.plain)(*args)
+    def few(*args, **kwargs) -> bool:
+        return few_games_options(games_of(*args, **kwargs)) is not None
 
-    call.plain, call.quick = plain, quick  # read at each call: a test can watch them
-    return call
+    return plain_or_quick(fun, few, **jit_kwargs)
 
 
 def is_traced(*args: Any, **kwargs: Any) -> bool:
@@ -80,14 +75,23 @@ def is_traced(*args: Any, **kwargs: Any) -> bool:
 def quick_when_eager(method: Callable) -> Callable:
     """``jax.jit(method, static_argnames="self")``, compiled with
     ``EAGER_CPU_COMPILER_OPTIONS`` when called eagerly on the CPU (module docstring)."""
-    plain = jax.jit(method, static_argnames=("self",))
-    quick = jax.jit(method, static_argnames=("self",), compiler_options=EAGER_CPU_COMPILER_OPTIONS)
 
-    @functools.wraps(method)
-    def call(self, *args, **kwargs):
-        if is_traced(*args, **kwargs) or jax.default_backend() != "cpu":
-            return call.plain(self, *args, **kwargs)
-        return call.quick(self, *args, **kwargs)
+    def eager(self, *args, **kwargs) -> bool:
+        return not is_traced(*args, **kwargs) and jax.default_backend() == "cpu"
+
+    return plain_or_quick(method, eager, static_argnames=("self",))
+
+
+def plain_or_quick(fun: Callable, use_quick: Callable[..., bool], **jit_kwargs) -> Callable:
+    """``fun`` jitted twice, with XLA's defaults (``.plain``) and with
+    ``EAGER_CPU_COMPILER_OPTIONS`` (``.quick``); each call runs the one ``use_quick`` picks
+    from the call's own arguments."""
+    plain = jax.jit(fun, **jit_kwargs)
+    quick = jax.jit(fun, compiler_options=EAGER_CPU_COMPILER_OPTIONS, **jit_kwargs)
+
+    @functools.wraps(fun)
+    def call(*args, **kwargs):
+        return (call.quick if use_quick(*args, **kwargs) else call.plain)(*args, **kwargs)
 
     call.plain, call.quick = plain, quick  # read at each call: a test can watch them
     return call
