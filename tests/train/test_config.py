@@ -379,9 +379,40 @@ def test_a_bad_recipe_is_a_clear_error(tmp_path, text, error):
         config_from_args(build_parser().parse_args(["--recipe", str(tmp_path / "missing.toml")]))
 
 
+def test_a_recipe_refines_its_base(tmp_path):
+    """``base`` loads the named recipe first and the file's own keys override it: the shipped
+    ``hour`` recipe is the guided recipe with the hour's flags, and a file's base resolves
+    beside it."""
+    hour, _ = config_from_args(build_parser().parse_args(["--recipe", "hour", "--seed", "4"]))
+    flags = "--guide-bonus 5 --guide-divergence reverse --guide-rounds 2 --guide-envs 16"
+    flags += " --gamma 0.997 --run-suffix hour --seed 4 --recipe guided"
+    spelled, _ = config_from_args(build_parser().parse_args(flags.split()))
+    assert hour == spelled and hour.guide_envs == 16 and hour.lr == 3e-4
+
+    (tmp_path / "parent.toml").write_text("lr = 1e-3\nseed = 7\n[search]\nnum_simulations = 8\n")
+    child = tmp_path / "child.toml"
+    child.write_text('base = "parent.toml"\nseed = 9\nsearch_simulations = 4\n')
+    cfg, _ = config_from_args(build_parser().parse_args(["--recipe", str(child)]))
+    assert (cfg.lr, cfg.seed, cfg.search.num_simulations) == (1e-3, 9, 4)
+
+
+@pytest.mark.parametrize(
+    ("files", "error"),
+    [({"a.toml": 'base = "a.toml"'}, "refine themselves"),
+     ({"a.toml": 'base = "b.toml"', "b.toml": 'base = "a.toml"'}, "refine themselves"),
+     ({"a.toml": "base = 3"}, "is not a recipe name or file"),
+     ({"a.toml": 'base = "missing.toml"'}, "cannot read recipe")],
+)  # fmt: skip
+def test_a_bad_base_is_a_clear_error(tmp_path, files, error):
+    for name, text in files.items():
+        (tmp_path / name).write_text(text + "\n")
+    with pytest.raises(ValueError, match=error):
+        config_from_args(build_parser().parse_args(["--recipe", str(tmp_path / "a.toml")]))
+
+
 def test_every_recipe_file_loads_and_validates():
     paths = sorted(RECIPES.glob("*.toml"))
-    assert {p.stem for p in paths} >= {"depth", "programs", "reference"}
+    assert {p.stem for p in paths} >= {"depth", "guided", "hour", "programs", "reference"}
     for path in paths:
         cfg, _ = config_from_args(build_parser().parse_args(["--recipe", path.stem]))
         assert cfg != TrainConfig()

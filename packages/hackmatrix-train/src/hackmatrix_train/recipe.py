@@ -1,9 +1,11 @@
 """Recipes: TOML files of a config's differences from ``TrainConfig``'s defaults.
 
 ``hm-train --recipe NAME`` takes a recipe shipped with the package (``recipes/NAME.toml``:
-``depth``, ``programs``, ``reference``), ``--recipe FILE`` any file. A key is a ``TrainConfig``
-field or a search flag's name (``config.SEARCH_FLAGS``); a ``[search]`` table takes
-``SearchConfig`` field names. An unknown key is an error that suggests the close field name.
+``depth``, ``guided``, ``hour``, ``programs``, ``reference``), ``--recipe FILE`` any file. A key
+is a ``TrainConfig`` field or a search flag's name (``config.SEARCH_FLAGS``); a ``[search]``
+table takes ``SearchConfig`` field names. ``base = "NAME"`` starts from another recipe (a shipped
+name, or a file beside this one) and overrides its keys, so a recipe states only how it differs
+from the one it refines. An unknown key is an error that suggests the close field name.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from hackmatrix_train.search_config import SearchConfig
 
 SHIPPED = Path(__file__).resolve().parent / "recipes"  # the recipes in the package
 NOT_RECIPE_FIELDS = frozenset({"notes", "resume", "rewind", "search"})
+BASE_KEY = "base"  # a recipe's key naming the recipe it refines
 
 
 def shipped_recipes() -> tuple[str, ...]:
@@ -61,16 +64,20 @@ def unknown_key(key: str, known) -> str:
     return f"{key!r} is not a recipe field{hint}"
 
 
-def load_recipe(path: str | Path) -> dict:
+def load_recipe(path: str | Path, _refining: tuple[Path, ...] = ()) -> dict:
     """The settings of a recipe (a shipped name or a file): ``field = value`` for each field that
-    differs from the defaults, keyed as flags are (search settings by ``SEARCH_FLAGS``' names).
-    TOML has no null: the string ``"none"`` sets an optional field to ``None``. An unknown key
-    or a value of the wrong type is a ``ValueError``."""
+    differs from the defaults, keyed as flags are (search settings by ``SEARCH_FLAGS``' names),
+    its ``base`` recipe's settings first. TOML has no null: the string ``"none"`` sets an
+    optional field to ``None``. An unknown key, a value of the wrong type or a ``base`` that
+    cannot be read or refines itself is a ``ValueError``."""
     path = recipe_path(path)
     try:
         raw = tomllib.loads(path.read_text())
     except (OSError, tomllib.TOMLDecodeError) as e:
         raise ValueError(f"cannot read recipe {path}: {e}") from None
+    inherited = {}
+    if BASE_KEY in raw:
+        inherited = _base_settings(path, raw.pop(BASE_KEY), _refining)
     table = raw.pop("search", {})  # [search]: SearchConfig field names
     flag_of = {v: k for k, v in SEARCH_FLAGS.items()}
     for key, value in table.items() if isinstance(table, dict) else [("search", table)]:
@@ -98,7 +105,20 @@ def load_recipe(path: str | Path) -> dict:
         replace_search(SearchConfig(), {k: v for k, v in recipe.items() if k in SEARCH_FLAGS})
     except ValueError as e:
         raise ValueError(f"recipe {path}: {e}") from None
-    return recipe
+    return {**inherited, **recipe}
+
+
+def _base_settings(path: Path, base, refining: tuple[Path, ...]) -> dict:
+    """The settings of the recipe ``path`` names as its ``base``: a shipped name, else a file
+    relative to ``path``'s folder."""
+    if not isinstance(base, str) or not base:
+        raise ValueError(f"recipe {path}: {BASE_KEY} = {base!r} is not a recipe name or file")
+    base_path = recipe_path(base) if base in shipped_recipes() else path.parent / base
+    chain = (*refining, path.resolve())
+    if base_path.resolve() in chain:
+        names = " -> ".join(p.name for p in (*chain, base_path))
+        raise ValueError(f"recipe {path}: its bases refine themselves ({names})")
+    return load_recipe(base_path, chain)
 
 
 def apply_recipe(

@@ -35,6 +35,8 @@ GROUPS = {  # TrainConfig's help groups (config.flag): title, description
 
 def build_parser() -> argparse.ArgumentParser:
     """A flag per ``TrainConfig`` field that is one (``config.flag``: help, group, options)."""
+    from hackmatrix_train.recipe import shipped_recipes
+
     p = Parser(
         prog="hm-train", formatter_class=HelpFormatter, argument_default=argparse.SUPPRESS,
         description="Masked-categorical PPO on HackMatrix (PureJaxRL style, whole update "
@@ -43,7 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     p.add_argument(
         "--recipe", metavar="NAME|FILE",
-        help="a recipe shipped with the trainer (depth, guided, programs, reference) or a TOML "
+        help=f"a recipe shipped with the trainer ({', '.join(shipped_recipes())}) or a TOML "
         "file of settings that replace the defaults; flags given override it",
     )  # fmt: skip
     groups = {MAIN: p, LENGTH: p.add_mutually_exclusive_group()}  # a length or a time budget
