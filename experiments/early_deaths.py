@@ -1,8 +1,8 @@
 """The games lost in the first stages: how a searched game dies in stage 1 or 2.
 
-With the honest search at 32 simulations the hour's networks die in stage 1 or 2 in about one
-game in ten (`long_game.md`), where the default policy's search lost one or two games in a
-hundred there. A game lost at stage 1 costs the mean stage about five stages, so these few
+With the honest search at 32 simulations the hour's networks end 6-10 % of their games in
+stage 1 or 2 (`long_game.md`), where the default policy's search at 8 lost 4-5 % there. A
+game lost at stage 1 costs the mean stage about five stages, so these few
 games weigh on the issue's mean stage as much as the late ones. This records the protocol's
 episodes (``episodes.play``: the same reset and env keys as ``hm-eval``'s), keeps every state
 of the games that end at ``--max-stage`` or earlier, and prints for each:
@@ -73,7 +73,7 @@ def main() -> None:
         print(f"\n--- episode {g['index']}: {g['end']} at stage {g['stage']}, move {g['length']}, "
               f"{g['stage_moves']} moves in the stage; hp at its start {g['stage_start_hp']}")  # fmt: skip
         print("    stage's actions:", g["stage_actions"])
-        print("    last moves (action hp enemies pending):",
+        print("    last moves (action, hp, enemies, owed spawns after it):",
               " | ".join(f"{a} {h} {e} {s}" for a, h, e, s in g["tail"]))  # fmt: skip
         print(g["board"])
     last = collections.Counter(a for g in early for a, *_ in g["tail"])
