@@ -2,9 +2,10 @@
 
 With the honest search at 32 simulations the hour's networks end 6-10 % of their games in
 stage 1 or 2 (`long_game.md`), where the default policy's search at 8 lost 4-5 % there. A
-game lost at stage 1 costs the mean stage about five stages, so these few games weigh on the issue's mean stage as much as the late ones. This records the protocol's
-episodes (``episodes.play``: the same reset and env keys as ``hm-eval``'s), keeps every state
-of the games that end at ``--max-stage`` or earlier, and prints for each:
+game lost at stage 1 costs the mean stage about five stages, so these few games weigh on the
+issue's mean stage as much as the late ones. This records the protocol's episodes
+(``episodes.play``: the same reset and env keys as ``hm-eval``'s), keeps every state of the
+games that end at ``--max-stage`` or earlier, and prints for each:
 
 * its end, the move it ended on, the moves it spent in that stage, its hit points then;
 * what it did in that stage: moves, siphons, and the programs it ran by name;
