@@ -25,6 +25,8 @@ import argparse
 import collections
 import json
 
+from hackmatrix_env.constants import Action
+
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -42,7 +44,6 @@ def main() -> None:
         raise SystemExit("--episodes, --chunk, --max-stage must be >= 1, --search >= 0")
 
     import numpy as np
-    from hackmatrix_env.constants import Action
     from hackmatrix_env.render import render_text
     from hackmatrix_train import episodes as ep_mod
     from hackmatrix_train.compile_cache import default_cache_dir, enable
@@ -52,7 +53,6 @@ def main() -> None:
     policy = load_policy(args.checkpoint, 1, None)
     cfg = search_config(policy, num_simulations=args.search) if args.search else None
     stepper = ep_mod.Stepper(policy.env_params, policy.apply_fn, True, policy.disabled, cfg)
-    names = {int(a): a.name for a in Action}
     early, ends, first = [], collections.Counter(), collections.Counter()
     for lo in range(0, args.episodes, args.chunk):
         rows = range(lo, min(lo + args.chunk, args.episodes))
@@ -61,7 +61,7 @@ def main() -> None:
             ends[(ep.stage, ep.end)] += 1
             first[first_stage(ep)] += 1
             if ep.stage <= args.max_stage and ep.end != "victory":
-                early.append(describe(ep, names, args.last))
+                early.append(describe(ep, args.last))
                 early[-1]["board"] = render_text(ep.states[-2]) if len(ep.states) > 1 else ""
             ep.states.clear()  # only the early ends' summaries are kept
         print(f"recorded {min(lo + args.chunk, args.episodes)} of {args.episodes}", flush=True)
@@ -74,8 +74,8 @@ def main() -> None:
         print(f"\n--- episode {g['index']}: {g['end']} at stage {g['stage']}, move {g['length']}, "
               f"{g['stage_moves']} moves in the stage; hp at its start {g['stage_start_hp']}")  # fmt: skip
         print("    stage's actions:", g["stage_actions"])
-        print("    last moves (action, hp, enemies, owed spawns after it):",
-              " | ".join(f"{a} {h} {e} {s}" for a, h, e, s in g["tail"]))  # fmt: skip
+        print("    last moves (action, hp and enemies after it):",
+              " | ".join(f"{a} {h} {e}" for a, h, e in g["tail"]))  # fmt: skip
         print(g["board"])
     last = collections.Counter(a for g in early for a, *_ in g["tail"])
     print("\nover the early ends:")
@@ -103,14 +103,19 @@ def main() -> None:
 
 def first_stage(ep) -> tuple[bool, bool]:
     """(whether the game siphoned in stage 1, whether it ended there, victory aside)."""
-    from hackmatrix_env.constants import Action
-
     stages = [int(s.game.stage) for s in ep.states]  # the state each action was chosen in
     in_first = [a for a, st in zip(ep.actions, stages, strict=False) if st == 1]
     return int(Action.SIPHON) in in_first, ep.stage == 1 and ep.end != "victory"
 
 
-def describe(ep, names: dict, last: int) -> dict:
+def action_kind(a: int) -> str:
+    """``move``, ``siphon`` or ``program:NAME`` for an action index."""
+    if a == int(Action.SIPHON):
+        return "siphon"
+    return "move" if a < int(Action.SIPHON) else "program:" + Action(a).name
+
+
+def describe(ep, last: int) -> dict:
     """An early end's summary from its kept states (``Episode.states``: one per frame, the
     first the reset's)."""
     import numpy as np
@@ -119,15 +124,12 @@ def describe(ep, names: dict, last: int) -> dict:
     stage = [int(s.game.stage) for s in states]
     hp = [int(s.game.player.hp) for s in states]
     enemies = [int(np.sum(s.game.enemies.alive)) for s in states]
-    pending = [int(s.game.pending_siphon_spawns) for s in states]
     final_stage = stage[-1]
     begin = stage.index(final_stage)  # the frame the last stage began at
     acts = ep.actions[begin:]
-    kinds = collections.Counter(
-        "move" if a <= 3 else "siphon" if a == 4 else "program:" + names[a] for a in acts
-    )
+    kinds = collections.Counter(action_kind(a) for a in acts)
     tail = [
-        (names[a], hp[i + 1], enemies[i + 1], pending[i + 1])
+        (Action(a).name, hp[i + 1], enemies[i + 1])
         for i, a in enumerate(ep.actions)
         if i >= len(ep.actions) - last
     ]
