@@ -22,11 +22,9 @@ from hackmatrix_train.rollout import collect_rollout
 from hackmatrix_train.schedules import make_schedule, program_bonus_coef
 from hackmatrix_train.stats import (
     init_episode_acc,
-    make_shaping,
     program_potential,
     shaping_term,
     track_episodes,
-    victory_score_term,
 )
 from hackmatrix_train.trainer import make_train
 from hypothesis import given, settings
@@ -198,7 +196,7 @@ def test_rollouts_with_shaping_play_the_same_games_with_the_same_rewards():
         return collect_rollout(
             sample_actor(None, uniform), lambda p, o: uniform(p, o)[1], jax.random.key(2), None,
             ENV, params, state, obs, acc, steps, track=track_episodes,
-            shaping=lambda o, fo, term, _bd: shaping_term(pot, gamma, o, fo, term),
+            shaping=lambda o, fo, term: shaping_term(pot, gamma, o, fo, term),
         )  # fmt: skip
 
     on, off = jax.device_get(run(True)), jax.device_get(run(False))
@@ -281,40 +279,3 @@ def test_an_update_pays_the_bonus_at_the_scheduled_coefficient():
     assert paid[4] == 0.0
     rewards = [float(metrics[u]["train/episode_return"]) for u in (0, 2, 4)]
     assert rewards[0] == rewards[1] == rewards[2]  # the game's returns do not change with it
-
-
-@pytest.mark.parametrize("weight", [0.0, 0.25, 1.0])
-def test_the_victory_score_weight_scales_the_wins_score_part_alone(weight):
-    """A win with score 10 pays 500 + 1,000; the loss sees 500 + weight x 1,000 (a real step),
-    and the stage's completion, the step penalty and the game's own reward are untouched."""
-    cfg = plain_ppo(victory_score_weight=weight)
-    validate(cfg)
-    shaping = make_shaping(cfg)(jnp.float32(0.0))
-    won = make_state((5, 4), hp=3, score=10, stage=8)
-    obs = ENV.get_obs(won, PARAMS)
-    _, _, reward, terminated, _, info = ENV.step(
-        jax.random.key(0), won, jnp.int32(Action.RIGHT), PARAMS
-    )
-    assert bool(terminated) and float(reward) == pytest.approx(1564.04)  # the game's, canonical
-    got = shaping(obs, info["final_observation"], terminated, info["reward_breakdown"])
-    assert float(got) == pytest.approx((weight - 1.0) * 1000.0)
-    assert float(reward + got) == pytest.approx(564.04 + weight * 1000.0, rel=1e-6)
-    # a step that is not a win: no term, whatever the weight
-    walk = make_state((0, 0), score=10, stage=3)
-    obs = ENV.get_obs(walk, PARAMS)
-    _, _, _, terminated, _, info = ENV.step(jax.random.key(0), walk, jnp.int32(Action.UP), PARAMS)
-    assert float(shaping(obs, info["final_observation"], terminated, info["reward_breakdown"])) == 0
-
-
-def test_the_victory_score_weight_refuses_bad_values_and_a_game_without_a_breakdown():
-    for bad in (-0.5, float("nan"), float("inf")):
-        with pytest.raises(ValueError, match="--victory-score-weight"):
-            validate(plain_ppo(victory_score_weight=bad))
-    cfg, explicit = config_from_args(build_parser().parse_args(["--victory-score-weight", "0"]))
-    assert cfg.victory_score_weight == 0.0 and "victory_score_weight" in explicit
-    assert config_from_args(build_parser().parse_args([]))[0].victory_score_weight == 1.0
-    with pytest.raises(ValueError, match="reward_breakdown"):
-        victory_score_term(0.0, None)
-    probe = plain_ppo(num_envs=4, num_steps=4, total_timesteps=16, victory_score_weight=0.0)
-    with pytest.raises(ValueError, match="--victory-score-weight needs"):
-        make_train(probe, ProbeSuite(), ProbeParams())

@@ -145,12 +145,6 @@ class TrainConfig:
     # UNDO's cross-stage quirk (rules §11.4) is paid for by the game's reward already
     program_terms_skip_undo: bool = flag(True, "the program potential and bonus count every "
                                          "program but UNDO", KNOBS, **TOGGLE)  # fmt: skip
-    # the game pays a win 500 + 100 x score, so a siphon's points weigh far more than the
-    # spawns it owes: below 1 the loss weighs the win itself over the score it brings
-    victory_score_weight: float = flag(1.0, "the win's score term inside the loss: the game "
-                                       "pays a win 500 + 100 x score, the loss 500 + this x 100 "
-                                       "x score (1: the game's reward); returns and evaluations "
-                                       "stay the game's reward", KNOBS)  # fmt: skip
     # by name (hackmatrix_env.adapters.DisabledActionsWrapper)
     disabled_programs: tuple[str, ...] = flag(("undo",), "programs taken out of the agent's "
                                               "action mask in training and evaluation, e.g. "
@@ -377,8 +371,6 @@ def validate(cfg: TrainConfig, num_devices: int = 1) -> None:
             raise ValueError(f"--program-bonus-end must be >= 0, got {cfg.program_bonus_end}")
         if cfg.program_bonus == 0 and cfg.program_bonus_end == 0:
             raise ValueError("--program-bonus-end changes nothing without --program-bonus")
-    if not (math.isfinite(cfg.victory_score_weight) and cfg.victory_score_weight >= 0):
-        raise ValueError(f"--victory-score-weight must be >= 0, got {cfg.victory_score_weight}")
     if cfg.program_terms_skip_undo and not has_program_term(cfg):
         raise ValueError(
             "--program-terms-skip-undo changes nothing without --program-bonus or "

@@ -43,8 +43,7 @@ def collect_rollout(
     * ``track(acc, env_state, obs, action, reward, done, info, shaping) -> (acc, sums)``: the
       episode bookkeeping, with the pre-step state and observation; None: ``acc`` passes
       through and no sums come out;
-    * ``shaping(obs, final_obs, terminated, breakdown) -> f32[N]``: the trainer's terms (None:
-      0); ``breakdown`` is the step's ``info["reward_breakdown"]`` (None where the env has none).
+    * ``shaping(obs, final_obs, terminated) -> f32[N]``: the trainer's terms (None: 0).
 
     Returns ``(env_state, obs, acc, traj, extras, sums)``: ``traj`` a ``Transition`` with leaves
     [T, N, ...], ``extras`` the actor's ``extra`` stacked over the steps, ``sums`` ``track``'s
@@ -72,9 +71,7 @@ def collect_rollout(
         if shaping is None:
             terms = jnp.zeros(terminated.shape, jnp.float32)
         else:
-            terms = shaping(
-                obs, info["final_observation"], terminated, info.get("reward_breakdown")
-            )
+            terms = shaping(obs, info["final_observation"], terminated)
         sums = {}
         if track is not None:
             done = terminated | truncated

@@ -25,7 +25,6 @@ from hackmatrix_env.constants import (
     NUM_STAGES,
     PROGRAM_NAMES,
     REWARD_COMPONENTS,
-    VICTORY_BASE,
     Action,
     ActionKind,
     Program,
@@ -188,41 +187,21 @@ def shaping_term(potential, gamma: float, obs, final_obs, terminated, bonus=None
     return out
 
 
-def victory_score_term(weight: float, breakdown) -> jax.Array:
-    """``(weight - 1)`` x the score part of this step's win payout (interface §4.2: a win pays
-    ``500 + 100 x score``), so the loss sees ``500 + weight x 100 x score``; 0 off a win.
-
-    The score part makes a data block's points worth 100 each at the end, and a block owes
-    spawns equal to its points (rules §5): a weight below 1 weighs reaching the win over the
-    points it is reached with. ``breakdown`` is the step's ``info["reward_breakdown"]``
-    (f32[N, 15]), which an env other than HackMatrix does not give."""
-    if breakdown is None:
-        raise ValueError("--victory-score-weight needs HackMatrix's info['reward_breakdown']")
-    paid = breakdown[..., VICTORY_COMPONENT]
-    score_part = jnp.where(paid > 0, paid - VICTORY_BASE, 0.0)
-    return (jnp.float32(weight) - 1.0) * score_part
-
-
 def make_shaping(cfg):
-    """``bonus_coef -> shaping(obs, final_obs, terminated, breakdown) -> f32[N]``: the config's
-    terms (``--program-potential``, ``--program-bonus`` at this update's coefficient, and
-    ``--victory-score-weight`` on the step's reward breakdown)."""
+    """``bonus_coef -> shaping(obs, final_obs, terminated) -> f32[N]``: the config's terms
+    (``--program-potential``, and ``--program-bonus`` at this update's coefficient)."""
     skip_undo = cfg.program_terms_skip_undo
     potential = program_potential(cfg.program_potential, skip_undo)
     # the same count, kept at the end; its coefficient follows the bonus schedule
     counted = program_potential(1.0, skip_undo) if has_program_bonus(cfg) else None
-    weight = cfg.victory_score_weight
 
     def with_coef(bonus_coef):
         def bonus(obs):
             return bonus_coef * counted(obs)
 
-        def shaping(obs, final_obs, terminated, breakdown=None):
-            out = shaping_term(potential, cfg.gamma, obs, final_obs, terminated,
-                               None if counted is None else bonus)  # fmt: skip
-            if weight != 1.0:
-                out = out + victory_score_term(weight, breakdown)
-            return out
+        def shaping(obs, final_obs, terminated):
+            return shaping_term(potential, cfg.gamma, obs, final_obs, terminated,
+                                None if counted is None else bonus)  # fmt: skip
 
         return shaping
 

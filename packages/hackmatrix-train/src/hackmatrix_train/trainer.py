@@ -44,8 +44,6 @@ def check_env_flags(cfg: TrainConfig, env, env_params, names: EnvNames) -> None:
                        ("--program-bonus", has_program_bonus(cfg))):  # fmt: skip
         if used and not hasattr(obs1, "programs"):
             raise ValueError(f"{flag} needs an observation with a `programs` field (HackMatrix)")
-    if cfg.victory_score_weight != 1.0 and "victory" not in names.component_names:
-        raise ValueError("--victory-score-weight needs HackMatrix's reward breakdown (its win)")
     if cfg.explore_floor > 0 and not names.is_hackmatrix:
         raise ValueError(
             "--explore-floor needs the HackMatrix action space (its siphon and program "
