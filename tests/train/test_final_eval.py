@@ -215,3 +215,21 @@ def test_episodes_at_the_step_limit_are_those_the_limit_cut(limit=6):
     assert not np.asarray(
         jax.device_get(unlimited(None, jax.random.key(limit)))["at_step_limit"]
     ).any()
+
+
+def test_a_move_the_mask_refuses_ends_the_episode_and_is_counted():
+    from hackmatrix_train.tables import format_summaries
+
+    start = make_state((2, 2), siphons=0)
+    obs = ENV.get_obs(start, ENV.default_params)
+    assert not bool(obs.action_mask[int(Action.SIPHON)])
+    acc, _, _ = _play(start, [RIGHT, int(Action.SIPHON), RIGHT])
+    assert bool(acc["illegal_end"][0]) and not bool(acc["alive"][0])
+    assert int(acc["length"][0]) == 2  # the refused move ended it; the next one is not counted
+    legal, _, _ = _play(start, [RIGHT, RIGHT])
+    assert not bool(legal["illegal_end"][0])
+    both = jax.tree.map(lambda a, b: np.concatenate([a, b]), acc, legal)
+    s = summarize(both)
+    assert s["episodes_ended_by_an_illegal_move"] == 1
+    row = next(ln for ln in format_summaries([s]).splitlines() if "illegal move" in ln)
+    assert row.split()[-1] == "1"

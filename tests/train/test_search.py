@@ -336,3 +336,27 @@ def test_honest_mode_never_reads_a_hidden_field(random_states):
             b = SEARCH(wrong_prior(Action.UP), key, other)
             assert leaves_differ(a, b) == [], i
     assert hidden_rows >= 16
+
+
+def test_honest_search_plays_only_what_the_real_game_allows():
+    """A re-draw can put an invisible cryptog on a diagonal neighbour, where CRASH is legal
+    in the re-drawn game (rules §4.3) and not in the real one: the honest root keeps the mask
+    the player sees, so a prior that wants CRASH never gets it played."""
+    crash = 5 + PROGRAM_NAMES.index("crash")
+    state = make_state(
+        (2, 2), credits=5, energy=5, owned=["crash"], enemies=[("cryptog", (4, 5), 2)]
+    )
+    seen = np.asarray(observe(state).action_mask)
+    assert not seen[crash] and seen[: int(Action.SIPHON)].any()
+    states = batch(state)
+    redrawn_crash = 0
+    for seed in range(4):
+        keys = jax.random.split(jax.random.key(seed), B)
+        redrawn_crash += int(np.asarray(_masks(_resample_rows(keys, states)))[:, crash].sum())
+        for search in (SEARCH, SEARCH_IMPROVED):
+            out = search(wrong_prior(crash, 8.0), jax.random.key(seed), states)
+            assert not np.asarray(out.action == crash).any()
+            assert not np.asarray(out.mask)[:, crash].any()
+            assert (np.asarray(out.action_weights)[:, crash] == 0).all()
+            assert (np.asarray(out.policy_target)[:, crash] == 0).all()
+    assert redrawn_crash > 0  # the re-draws do make CRASH legal: the case is exercised

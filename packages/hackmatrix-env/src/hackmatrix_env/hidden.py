@@ -22,6 +22,11 @@ how it is re-drawn:
   enemy on a cell is shown) is hidden too: it goes with the first hidden cryptog before it in
   the list, so that cryptog hides it on its new cell.
 
+The action mask is the one part of the observation the re-draw does not condition on: a
+cryptog re-drawn onto a diagonal neighbour of the player makes an owned, affordable CRASH legal
+(rules §4.3), one moved off a block cell takes DEBUG's away. A planner takes its root's legal
+actions from the real observation (the search's ``seen_root_mask``).
+
 What the player knows from the observations it has seen is kept: how many cryptogs are
 alive (a hatching transmission that shows no enemy is one), their hp, the list order, the
 turn counters and the task schedule (deterministic given the history). The UNDO ring's

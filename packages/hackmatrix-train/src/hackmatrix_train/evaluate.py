@@ -86,6 +86,7 @@ def new_tally(state, num_episodes: int, num_actions: int) -> dict:
     return {
         "alive": jnp.ones(n, bool),
         "at_step_limit": jnp.zeros(n, bool),
+        "illegal_end": jnp.zeros(n, bool),
         "ret": jnp.zeros(n, jnp.float32),
         "length": jnp.zeros(n, jnp.int32),
         "stage": stage_of(state, n),
@@ -129,6 +130,9 @@ def tally_step(acc: dict, state_before, action, reward, terminated, truncated, i
         # cut by max_steps_in_episode while alive: a policy that stalls or farms (a siphon
         # undone and taken again, say) runs into the limit instead of ending the game
         "at_step_limit": acc["at_step_limit"] | (alive & truncated & ~terminated),
+        # the game refuses a masked action and ends the episode (interface §1): a policy
+        # that plays from the real mask never does
+        "illegal_end": acc["illegal_end"] | (alive & invalid),
         "ret": acc["ret"] + jnp.where(alive, reward, 0.0),
         "length": acc["length"] + alive.astype(jnp.int32),
         "stage": jnp.where(alive, jnp.maximum(acc["stage"], reached), acc["stage"]),
@@ -294,6 +298,8 @@ def summarize(result: dict, program_names=()) -> dict:
     }
     if "at_step_limit" in r:
         out["episodes_at_step_limit"] = int(r["at_step_limit"].sum())
+    if "illegal_end" in r:
+        out["episodes_ended_by_an_illegal_move"] = int(r["illegal_end"].sum())
     if "exit_completions" in r:
         out["stage_completions_by_exit"] = int(r["exit_completions"].sum())
         out["stage_completions_by_undo_quirk"] = int(r["quirk_completions"].sum())

@@ -16,7 +16,9 @@ network gives the prior (its logits, illegal and disabled actions masked) and th
   by default, as measured (specs/search.md §2).
 * **The mask**: the root's ``invalid_actions`` and every node's prior use the policy's mask:
   the game's, less the actions the policy was trained without (``disabled``, e.g. UNDO), with
-  ``adapters.restrict_mask``'s fallback.
+  ``adapters.restrict_mask``'s fallback. In honest mode the root's mask is the one the player
+  sees (``seen_root_mask``): a re-draw can put an invisible cryptog on a diagonal neighbour,
+  where CRASH becomes legal in the re-drawn game and not in the real one.
 * **Honest by default** (``mode="honest"``): each search plans from
   ``hidden.resample_hidden(key, state)``, a state that agrees with the observation and has
   every hidden part re-drawn (a determinization per decision). ``mode="oracle"`` searches the
@@ -105,6 +107,18 @@ def policy_observation(state, disabled: tuple[int, ...]):
 def policy_mask(state, disabled: tuple[int, ...]) -> jax.Array:
     """bool[B, A]: the game's mask of a batch of states, less ``disabled`` (restrict_mask)."""
     return policy_observation(state, disabled).action_mask
+
+
+def seen_root_mask(redrawn_mask: jax.Array, seen_mask: jax.Array) -> jax.Array:
+    """bool[B, A]: the root's legal actions for a search from re-drawn states.
+
+    The mask is part of the observation, so the real game's (``seen_mask``) is what the player
+    knows; a re-drawn state's mask can differ where legality depends on hidden parts (an
+    invisible cryptog on a diagonal neighbour makes CRASH legal, rules §4.3). The root keeps
+    the actions legal in both (the tree can step them), or the seen mask alone where the two
+    share none, so the search never plays a move the real game refuses."""
+    both = redrawn_mask & seen_mask
+    return jnp.where(both.any(axis=-1, keepdims=True), both, seen_mask)
 
 
 def evaluate_states(apply_fn, params, state, disabled: tuple[int, ...]):
@@ -214,7 +228,9 @@ def run_search(
         state = slim_ring(state)
     if ens > 1:
         state = jax.tree.map(lambda x: jnp.repeat(x, ens, axis=0), state)
+    seen_mask = None
     if cfg.mode == "honest":
+        seen_mask = policy_mask(state, cfg.disabled)
         keys = jax.random.split(k_hidden, batch * ens)
         if cryptog_belief is None:
             state = jax.vmap(resample)(keys, state)
@@ -222,6 +238,9 @@ def run_search(
             belief = jnp.repeat(cryptog_belief, ens, axis=0)
             state = jax.vmap(resample)(keys, state, belief)
     logits, value, mask = evaluate_states(apply_fn, params, state, cfg.disabled)
+    if seen_mask is not None:
+        mask = seen_root_mask(mask, seen_mask)
+        logits = jnp.where(mask, logits, MASKED_LOGIT)
     chance = None  # the tree's chance keys, only for chance="common": off the tree's key, which
     if cfg.chance == "common":  # mctx keeps, so the sampled search's key stream is unchanged
         k_chance = jax.random.fold_in(k_search, 1)
@@ -249,7 +268,7 @@ def run_search(
     summary = out.search_tree.summary()
     visits, q, search_value = summary.visit_counts, summary.qvalues, summary.value
     action = out.action
-    if ens > 1:  # the observation is the same in every copy: so are the prior and mask
+    if ens > 1:  # the observation is the same in every copy: so is the prior
 
         def per_game(x):
             return x.reshape(batch, ens, *x.shape[1:])
@@ -260,7 +279,11 @@ def run_search(
         visits = per_game(visits).sum(axis=1)
         q = jnp.where(visits > 0, q_sum / jnp.maximum(visits, 1), 0.0)
         search_value = per_game(search_value).mean(axis=1)
-        logits, value, mask = (per_game(x)[:, 0] for x in (logits, value, mask))
+        value = per_game(value)[:, 0]
+        # the union of the copies' root masks (each copy's weights are 0 off its own), and
+        # the network's logits on it (the same in every copy where unmasked)
+        logits = per_game(logits).max(axis=1)
+        mask = per_game(mask).any(axis=1)
     if cfg.selection == "improved" or ens > 1:
         action = jnp.argmax(jnp.where(mask, weights, -1.0), axis=-1)
     return SearchOutput(

@@ -36,6 +36,8 @@ the summary's terms:
   wins by the exit     wins of the episodes that never used the quirk
   completions          stages completed by the exit / through the UNDO quirk, all episodes
   unfinished           episodes the step limit cut while alive
+  illegal move         episodes that ended on a move the game's mask refused (0 for a policy
+                       that plays from the mask it sees)
   blocks siphoned      siphons that reached a block (the others took only credits, energy)
   programs acquired    programs gained by siphoning program blocks, per episode
   stage 3+ / 5+        episodes that reached stage 3 (5) or beyond
@@ -55,6 +57,7 @@ SUMMARY_ROWS = (
     ("completions: exit / UNDO quirk",
      lambda s: f"{s['stage_completions_by_exit']} / {s['stage_completions_by_undo_quirk']}"),
     ("unfinished (step limit)", lambda s: f"{s['unfinished']}"),
+    ("ended by an illegal move", lambda s: f"{s['episodes_ended_by_an_illegal_move']}"),
     ("moves / siphons / programs",
      lambda s: " / ".join(f"{100 * s[k]:.0f}%" for k in ("move_frac", "siphon_frac", "program_frac"))),
     ("siphons per episode", lambda s: f"{s['siphons_per_episode']:.2f}"),
