@@ -196,7 +196,7 @@ def test_rollouts_with_shaping_play_the_same_games_with_the_same_rewards():
         return collect_rollout(
             sample_actor(None, uniform), lambda p, o: uniform(p, o)[1], jax.random.key(2), None,
             ENV, params, state, obs, acc, steps, track=track_episodes,
-            shaping=lambda o, fo, term: shaping_term(pot, gamma, o, fo, term),
+            shaping=lambda o, fo, term, *_: shaping_term(pot, gamma, o, fo, term),
         )  # fmt: skip
 
     on, off = jax.device_get(run(True)), jax.device_get(run(False))

@@ -82,3 +82,8 @@ def test_one_episode_has_no_spread_and_old_summaries_show_without_one():
            "stage_distribution": {"3": 4}}  # fmt: skip
     lines = {line[:19].strip(): line[19:].split() for line in format_table(old).splitlines()[3:]}
     assert lines["wins ± s.e."] == ["25.0", "%"] and lines["stage, mean ± s.e."] == ["3.00"]
+
+
+def test_a_search_rows_header_names_the_away_penalty_its_tree_charges():
+    cfg = dataclasses.replace(SearchConfig(), num_simulations=8, away_penalty=1.0)
+    assert column_name({"search": describe(cfg)}) == "search 8 honest, away penalty 1"

@@ -52,7 +52,7 @@ SEARCH_FLAGS = {
 # does not carry them in its ``search`` table.
 SEARCH_FROM_RUN = frozenset({
     "gamma", "reward_scale", "max_steps_in_episode", "disabled", "program_bonus",
-    "program_bonus_skips_undo", "target_q",
+    "program_bonus_skips_undo", "target_q", "away_penalty",
 })  # fmt: skip
 
 
@@ -145,6 +145,13 @@ class TrainConfig:
     # UNDO's cross-stage quirk (rules §11.4) is paid for by the game's reward already
     program_terms_skip_undo: bool = flag(True, "the program potential and bonus count every "
                                          "program but UNDO", KNOBS, **TOGGLE)  # fmt: skip
+    # the game's distance shaping pays for steps toward the exit and charges nothing for steps
+    # away, so a walk away and back pays (stats.exit_distance_gained); 1 closes that loop
+    away_penalty: float = flag(0.0, "charge this x the game's distance coefficient (0.05) per "
+                               "step of distance gained away from the exit, inside the loss and "
+                               "the run's searches (1: the game's distance shaping becomes a "
+                               "potential's difference, no walk back and forth pays; 0: off); "
+                               "returns and evaluations stay the game's reward", KNOBS)  # fmt: skip
     # by name (hackmatrix_env.adapters.DisabledActionsWrapper)
     disabled_programs: tuple[str, ...] = flag(("undo",), "programs taken out of the agent's "
                                               "action mask in training and evaluation, e.g. "
@@ -366,6 +373,8 @@ def validate(cfg: TrainConfig, num_devices: int = 1) -> None:
         raise ValueError(f"--program-potential must be >= 0, got {cfg.program_potential}")
     if cfg.program_bonus < 0:
         raise ValueError(f"--program-bonus must be >= 0, got {cfg.program_bonus}")
+    if not (math.isfinite(cfg.away_penalty) and cfg.away_penalty >= 0):
+        raise ValueError(f"--away-penalty must be >= 0 (0: off), got {cfg.away_penalty}")
     if cfg.program_bonus_end is not None:
         if not (math.isfinite(cfg.program_bonus_end) and cfg.program_bonus_end >= 0):
             raise ValueError(f"--program-bonus-end must be >= 0, got {cfg.program_bonus_end}")

@@ -43,7 +43,9 @@ def collect_rollout(
     * ``track(acc, env_state, obs, action, reward, done, info, shaping) -> (acc, sums)``: the
       episode bookkeeping, with the pre-step state and observation; None: ``acc`` passes
       through and no sums come out;
-    * ``shaping(obs, final_obs, terminated) -> f32[N]``: the trainer's terms (None: 0).
+    * ``shaping(obs, final_obs, terminated, env_state, next_state, done) -> f32[N]``: the
+      trainer's terms (None: 0), with the pre-step state and the stepped one (after any
+      auto-reset: ``done`` says where it is the next episode's start).
 
     Returns ``(env_state, obs, acc, traj, extras, sums)``: ``traj`` a ``Transition`` with leaves
     [T, N, ...], ``extras`` the actor's ``extra`` stacked over the steps, ``sums`` ``track``'s
@@ -68,13 +70,13 @@ def collect_rollout(
             truncated,
             info["final_observation"],
         )
+        done = terminated | truncated
         if shaping is None:
             terms = jnp.zeros(terminated.shape, jnp.float32)
         else:
-            terms = shaping(obs, info["final_observation"], terminated)
+            terms = shaping(obs, info["final_observation"], terminated, env_state, next_state, done)
         sums = {}
         if track is not None:
-            done = terminated | truncated
             acc, sums = track(acc, env_state, obs, action, reward, done, info, terms)
         t = Transition(
             obs, action, log_prob, value, reward, terminated, truncated, final_value, terms

@@ -13,7 +13,8 @@ network gives the prior (its logits, illegal and disabled actions masked) and th
 * **Units**: rewards are the canonical reward times ``reward_scale``, the units the value head
   learned; the discount is the trainer's ``gamma``. ``program_bonus`` adds the trainer's
   program bonus to the tree's rewards (search-side shaping, named in every result); it is off
-  by default, as measured (specs/search.md §2).
+  by default, as measured (specs/search.md §2). A run trained with ``--away-penalty`` learned
+  its value with that charge for walking away from the exit: its tree charges it too.
 * **The mask**: the root's ``invalid_actions`` and every node's prior use the policy's mask:
   the game's, less the actions the policy was trained without (``disabled``, e.g. UNDO), with
   ``adapters.restrict_mask``'s fallback. In honest mode the root's mask is the one the player
@@ -65,6 +66,7 @@ from hackmatrix_train.search_config import (  # noqa: F401 (re-exported: search.
     check_search_config,
     num_determinizations,
 )
+from hackmatrix_train.stats import away_penalty
 
 # The logit of an action out of the mask: finite, so mctx's softmax and the completed-Q sums
 # stay finite; exp(-1e9 - max) is exactly 0 in float32.
@@ -149,6 +151,8 @@ def make_recurrent_fn(apply_fn, cfg: SearchConfig):
             skip = cfg.program_bonus_skips_undo
             gained = programs_counted(stepped, skip) - programs_counted(node.state, skip)
             reward = reward + cfg.program_bonus * gained
+        if cfg.away_penalty:  # so did the trainer's charge for walking away from the exit
+            reward = reward + away_penalty(cfg.away_penalty)(node.state, stepped)
         truncated = stepped.time >= cfg.max_steps_in_episode
         state = select_rows(node.done, node.state, stepped)
         done = node.done | terminated | truncated
@@ -357,6 +361,7 @@ def search_config_from_train(train_cfg, **overrides) -> SearchConfig:
 
     units = dict(
         program_bonus_skips_undo=bool(train_cfg.program_terms_skip_undo),
+        away_penalty=float(train_cfg.away_penalty),
         gamma=float(train_cfg.gamma),
         reward_scale=float(train_cfg.reward_scale),
         max_steps_in_episode=int(train_cfg.max_steps_in_episode),

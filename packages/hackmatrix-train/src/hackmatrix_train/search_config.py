@@ -78,6 +78,9 @@ class SearchConfig:
     # (specs/search.md §2: adding it measured worse)
     program_bonus: float = 0.0
     program_bonus_skips_undo: bool = True  # the trainer's --program-terms-skip-undo
+    # the trainer's --away-penalty, a unit of its value: the tree charges what the value learned
+    # (stats.exit_distance_gained)
+    away_penalty: float = 0.0
     # where a caller follows the game (hm-eval, hm-watch): ``hidden.track_cryptogs``
     track_cryptogs: bool = flag(False, "honest mode: draw the unseen cryptogs where the game's "
                                 "history leaves them possible, not on any dark cell",
@@ -124,6 +127,8 @@ def check_search_config(cfg: SearchConfig) -> None:
         raise ValueError(f"chance must be one of {CHANCES}, got {cfg.chance!r}")
     if not 0.0 <= cfg.gamma <= 1.0:
         raise ValueError(f"gamma must lie in [0, 1], got {cfg.gamma!r}")
+    if not cfg.away_penalty >= 0:
+        raise ValueError(f"away_penalty must be >= 0, got {cfg.away_penalty!r}")
     if not cfg.reward_scale > 0:
         raise ValueError(f"reward_scale must be > 0, got {cfg.reward_scale!r}")
     if cfg.max_steps_in_episode < 1:

@@ -17,6 +17,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 from hackmatrix_env.constants import (
+    DISTANCE_COEF,
     FIRST_PROGRAM,
     NUM_ACTIONS,
     NUM_DIRECTIONS,
@@ -164,6 +165,37 @@ def program_potential(coef: float, skip_undo: bool = False):
     return lambda obs: (obs.programs.astype(jnp.float32) * weights).sum(-1)
 
 
+def exit_distance_gained(state, next_state) -> jax.Array:
+    """f32[N]: how much farther from the exit each game's step took the player, on an ordinary
+    step (the stage unchanged, the player alive); 0 where it came no farther.
+
+    The distance is the game's own (``reward.shaping_distance``: BFS through block-free cells,
+    0 without a path, interface §4.5). The game pays ``DISTANCE_COEF`` per unit of distance
+    closed and nothing for distance gained, so a walk away from the exit and back pays
+    ``DISTANCE_COEF`` a cycle, for ever: the shipped policies spend 43 % of their moves
+    walking away (experiments/long_game.md). Charged at the same rate (``--away-penalty 1``),
+    this term and the game's together pay ``DISTANCE_COEF x (D0 - D1)`` on every ordinary
+    step, a potential's difference: no loop pays.
+    """
+    # imported here: the rule modules build arrays at import, and importing this module must
+    # not start JAX before the trainer sets its devices
+    from hackmatrix_env.reward import shaping_distance
+
+    d0 = jax.vmap(shaping_distance)(state.game)
+    d1 = jax.vmap(shaping_distance)(next_state.game)
+    ordinary = (state.game.stage == next_state.game.stage) & (next_state.game.player.hp > 0)
+    return jnp.where(ordinary, jnp.maximum(d1 - d0, 0), 0).astype(jnp.float32)
+
+
+def away_penalty(coef: float):
+    """``(state, next_state) -> f32[N]``: minus ``coef`` x ``DISTANCE_COEF`` x the distance
+    gained away from the exit (``exit_distance_gained``), or None when ``coef`` is 0."""
+    if coef == 0:
+        return None
+    rate = jnp.float32(coef * DISTANCE_COEF)
+    return lambda state, next_state: -rate * exit_distance_gained(state, next_state)
+
+
 def shaping_term(potential, gamma: float, obs, final_obs, terminated, bonus=None) -> jax.Array:
     """The trainer's terms for one transition: potential-based shaping plus a kept bonus.
 
@@ -188,20 +220,26 @@ def shaping_term(potential, gamma: float, obs, final_obs, terminated, bonus=None
 
 
 def make_shaping(cfg):
-    """``bonus_coef -> shaping(obs, final_obs, terminated) -> f32[N]``: the config's terms
-    (``--program-potential``, and ``--program-bonus`` at this update's coefficient)."""
+    """``bonus_coef -> shaping(obs, final_obs, terminated, state, next_state, done) -> f32[N]``:
+    the config's terms (``--program-potential``, ``--program-bonus`` at this update's
+    coefficient, and ``--away-penalty``, 0 where the episode ended: ``next_state`` is then
+    the next episode's start)."""
     skip_undo = cfg.program_terms_skip_undo
     potential = program_potential(cfg.program_potential, skip_undo)
     # the same count, kept at the end; its coefficient follows the bonus schedule
     counted = program_potential(1.0, skip_undo) if has_program_bonus(cfg) else None
+    away = away_penalty(cfg.away_penalty)
 
     def with_coef(bonus_coef):
         def bonus(obs):
             return bonus_coef * counted(obs)
 
-        def shaping(obs, final_obs, terminated):
-            return shaping_term(potential, cfg.gamma, obs, final_obs, terminated,
-                                None if counted is None else bonus)  # fmt: skip
+        def shaping(obs, final_obs, terminated, state, next_state, done):
+            out = shaping_term(potential, cfg.gamma, obs, final_obs, terminated,
+                               None if counted is None else bonus)  # fmt: skip
+            if away is not None:
+                out = out + jnp.where(done, 0.0, away(state, next_state))
+            return out
 
         return shaping
 

@@ -39,11 +39,13 @@ def spec_tree() -> RunnerState:
 
 def check_env_flags(cfg: TrainConfig, env, env_params, names: EnvNames) -> None:
     """A ``ValueError`` for a loss term the env cannot serve (HackMatrix-only flags)."""
-    obs1, _ = jax.eval_shape(env.reset, jax.random.key(0), env_params)
+    obs1, state1 = jax.eval_shape(env.reset, jax.random.key(0), env_params)
     for flag, used in (("--program-potential", cfg.program_potential > 0),
                        ("--program-bonus", has_program_bonus(cfg))):  # fmt: skip
         if used and not hasattr(obs1, "programs"):
             raise ValueError(f"{flag} needs an observation with a `programs` field (HackMatrix)")
+    if cfg.away_penalty > 0 and not hasattr(state1, "game"):
+        raise ValueError("--away-penalty needs HackMatrix's state (its exit and distances)")
     if cfg.explore_floor > 0 and not names.is_hackmatrix:
         raise ValueError(
             "--explore-floor needs the HackMatrix action space (its siphon and program "
