@@ -20,7 +20,11 @@ from dataclasses import dataclass, field
 from hackmatrix_env.constants import FIRST_PROGRAM, HISTORY_DEPTH, PROGRAM_NAMES
 
 from hackmatrix_train.saved_configs import saved_config
-from hackmatrix_train.search_config import SearchConfig
+from hackmatrix_train.search_config import (
+    SEARCH_FLAGS,
+    SEARCH_FROM_RUN,
+    SearchConfig,
+)
 
 # --auto-tune's envs per device (the measured speeds that chose them: specs/train.md §5, §10)
 AUTO_TUNE_ENVS = {"cpu": 256, "accelerator": 16384}
@@ -34,25 +38,6 @@ NETWORKS = ("mlp", "grid")
 RUN_BOOKKEEPING = frozenset({
     "log_interval", "no_wandb", "project", "entity", "save_interval", "save_interval_minutes",
     "checkpoint_dir", "keep_checkpoints", "no_artifact", "resume", "rewind", "run_suffix",
-})  # fmt: skip
-
-
-# The search's flags, the same in every command, and the ``SearchConfig`` field each sets
-# (``hm-eval`` and ``hm-watch`` take the simulations as ``--search N``). A saved config or a
-# recipe may give them as flat keys (configs saved before the nesting did): ``nest_search``.
-SEARCH_FLAGS = {
-    "search_simulations": "num_simulations", "search_mode": "mode", "search_depth": "max_depth",
-    "search_gumbel_scale": "gumbel_scale", "search_considered": "max_num_considered_actions",
-    "search_value_scale": "value_scale", "search_target_value_scale": "target_value_scale",
-    "search_selection": "selection", "search_chance": "chance",
-    "search_determinizations": "determinizations", "search_track_cryptogs": "track_cryptogs",
-}  # fmt: skip
-# ``SearchConfig`` fields that come from the run, not from the search's settings: its units
-# (``search_config_from_train``) and the target's Q (a learner's choice). A saved config
-# does not carry them in its ``search`` table.
-SEARCH_FROM_RUN = frozenset({
-    "gamma", "reward_scale", "max_steps_in_episode", "disabled", "program_bonus",
-    "program_bonus_skips_undo", "target_q", "away_penalty",
 })  # fmt: skip
 
 

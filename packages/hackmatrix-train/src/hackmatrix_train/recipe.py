@@ -2,7 +2,7 @@
 
 ``hm-train --recipe NAME`` takes a recipe shipped with the package (``recipes/NAME.toml``:
 ``depth``, ``guided``, ``hour``, ``programs``, ``reference``), ``--recipe FILE`` any file. A key
-is a ``TrainConfig`` field or a search flag's name (``config.SEARCH_FLAGS``); a ``[search]``
+is a ``TrainConfig`` field or a search flag's name (``search_config.SEARCH_FLAGS``); a ``[search]``
 table takes ``SearchConfig`` field names. ``base = "NAME"`` starts from another recipe (a shipped
 name, or a file beside this one) and overrides its keys, so a recipe states only how it differs
 from the one it refines. An unknown key is an error that suggests the close field name.

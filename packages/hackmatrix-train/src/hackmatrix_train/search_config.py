@@ -1,6 +1,6 @@
 """How a search plans: ``SearchConfig``, its one set of names and checks (no JAX here).
 
-``search.py`` runs the search; ``TrainConfig.search`` nests one (``config.SEARCH_FLAGS`` maps
+``search.py`` runs the search; ``TrainConfig.search`` nests one (``SEARCH_FLAGS`` maps
 the commands' ``--search-*`` flags to its fields), and ``search.search_config_from_train``
 fills in a run's units. This module imports no JAX, so a command's help and first line come
 before JAX loads.
@@ -18,9 +18,27 @@ CHANCES = ("sampled", "common")
 # honest mode's default: one determinization per this many simulations (specs/search.md §2)
 SIMULATIONS_PER_DETERMINIZATION = 8
 
+# The search's flags, the same in every command, and the ``SearchConfig`` field each sets
+# (``hm-eval`` and ``hm-watch`` take the simulations as ``--search N``). A saved config or a
+# recipe may give them as flat keys (configs saved before the nesting did): ``config.nest_search``.
+SEARCH_FLAGS = {
+    "search_simulations": "num_simulations", "search_mode": "mode", "search_depth": "max_depth",
+    "search_gumbel_scale": "gumbel_scale", "search_considered": "max_num_considered_actions",
+    "search_value_scale": "value_scale", "search_target_value_scale": "target_value_scale",
+    "search_selection": "selection", "search_chance": "chance",
+    "search_determinizations": "determinizations", "search_track_cryptogs": "track_cryptogs",
+}  # fmt: skip
+# ``SearchConfig`` fields that come from the run, not from the search's settings: its units
+# (``search.search_config_from_train``) and the target's Q (a learner's choice). A saved config
+# does not carry them in its ``search`` table.
+SEARCH_FROM_RUN = frozenset({
+    "gamma", "reward_scale", "max_steps_in_episode", "disabled", "program_bonus",
+    "program_bonus_skips_undo", "target_q", "away_penalty",
+})  # fmt: skip
+
 
 def flag(default, help: str, shown: str | None = None, **options):
-    """A ``SearchConfig`` field with a ``--search-*`` flag (``config.SEARCH_FLAGS``): its help
+    """A ``SearchConfig`` field with a ``--search-*`` flag (``SEARCH_FLAGS``): its help
     (the one place its meaning is written), how its default reads where that is not its value
     (``shown``) and argparse options (``cli.common.add_search_flags``)."""
     meta = {"help": help, "shown": shown, "options": options}
