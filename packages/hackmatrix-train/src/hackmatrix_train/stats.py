@@ -172,8 +172,8 @@ def exit_distance_gained(state, next_state) -> jax.Array:
     The distance is the game's own (``reward.shaping_distance``: BFS through block-free cells,
     0 without a path, interface §4.5). The game pays ``DISTANCE_COEF`` per unit of distance
     closed and nothing for distance gained, so a walk away from the exit and back pays
-    ``DISTANCE_COEF`` a cycle, for ever: the shipped policies spend 43 % of their moves
-    walking away (experiments/long_game.md). Charged at the same rate (``--away-penalty 1``),
+    ``DISTANCE_COEF`` a cycle, for ever (specs/train.md §5). Charged at the same rate
+    (``--away-penalty 1``),
     this term and the game's together pay ``DISTANCE_COEF x (D0 - D1)`` on every ordinary
     step, a potential's difference: no loop pays.
     """
