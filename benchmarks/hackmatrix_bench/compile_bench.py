@@ -115,7 +115,7 @@ def build_env_step(size: dict):
 
 def build_ppo(size: dict):
     _, trainer, runner = _train_parts(size)
-    return trainer.chunk, (runner, jnp.int32(1), trainer.schedule_arrays())
+    return trainer.chunk, (runner, jnp.int32(1), trainer.schedule_arrays(), trainer.frozen)
 
 
 def _policy(size: dict):

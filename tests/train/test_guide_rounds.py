@@ -6,18 +6,22 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import jax
 import jax.numpy as jnp
 import pytest
 from hackmatrix_train import checkpoint as ckpt
 from hackmatrix_train import guided, ppo
+from hackmatrix_train import search as search_module
 from hackmatrix_train.cli import train as hm_train
 from hackmatrix_train.config import validate
 from hackmatrix_train.rounds import round_config, run_rounds
 from hackmatrix_train.run import run
+from hackmatrix_train.trainer import make_train
 from train.recipes import plain_ppo
 from train.test_resume_in_place import CFG, ENV, PARAMS, STEPS, snapshot
+from train.train_probes import MASKS as PROBE_MASKS
 from train.trees import assert_trees_equal
 
 GUIDED = CFG.replace(guide_kl=1.0, guide_envs=4, final_eval_episodes=0, log_interval=1,
@@ -50,13 +54,47 @@ def rounds(cfg, lines=None):
                       actor=last_legal_actor)  # fmt: skip
 
 
-@pytest.fixture(scope="module")
-def start(tmp_path_factory):
-    """A plain PPO run of 2 updates on the probe env: the first round's start and teacher."""
+def start_run(tmp_path_factory, seed: int) -> str:
+    """A plain PPO run of 2 updates on the probe env (a round's start and teacher)."""
     ck = tmp_path_factory.mktemp("start")
     return run(CFG.replace(checkpoint_dir=str(ck), total_timesteps=2 * STEPS,
-                           final_eval_episodes=0), env=ENV, env_params=PARAMS,
+                           final_eval_episodes=0, seed=seed), env=ENV, env_params=PARAMS,
                out=lambda s: None)["run_dir"]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def start(tmp_path_factory):
+    """The first round's start and teacher."""
+    return start_run(tmp_path_factory, CFG.seed)
+
+
+def teacher_search(apply_fn, search_cfg, params, key, state):
+    """A stand-in for the search (the probe env has none) whose targets depend on the
+    teacher's params: each legal action's logit is its index times the params' mean."""
+    mask = PROBE_MASKS[state.kind]
+    scale = sum(leaf.mean() for leaf in jax.tree.leaves(params))
+    logits = jnp.where(mask, jnp.arange(mask.shape[-1]) * scale, -jnp.inf)
+    return SimpleNamespace(policy_target=jax.nn.softmax(logits, -1))
+
+
+def test_the_teacher_is_an_argument_of_one_compiled_chunk(start, tmp_path_factory, monkeypatch):
+    """Two teachers lower to the same program, its params the chunk's argument (not constants
+    in it): round 2 compiles nothing round 1 did not, and a guided run from any start finds its
+    program in the persistent cache. The argument reaches the search: the two teachers'
+    targets differ."""
+    monkeypatch.setattr(search_module, "run_search", teacher_search)
+    other = start_run(tmp_path_factory, CFG.seed + 1)
+    programs, kls = [], []
+    for init in (start, other):
+        trainer = make_train(GUIDED.replace(init_params=init), ENV, PARAMS,
+                             devices=jax.devices()[:1])  # fmt: skip
+        runner = trainer.init()
+        args = (runner, jnp.int32(1), trainer.schedule_arrays(), trainer.frozen)
+        programs.append(trainer.chunk.lower(*args).as_text())
+        kls.append(float(trainer.run_chunk(runner, 1)[1]["train/search_kl"]))
+        assert_trees_equal(trainer.frozen, guided.start_params(trainer.cfg, ENV, PARAMS))
+    assert programs[0] == programs[1]
+    assert kls[0] != kls[1], kls
 
 
 def test_each_round_starts_from_the_last_and_a_rerun_continues(start, tmp_path):

@@ -155,9 +155,14 @@ def learner(
     term without its pull."""
     check_guide(kl_coef, searched_envs, teacher, tree_bonus, divergence)
 
-    def make_update(cfg, apply_fn, env, env_params, axis_name=None, *, actor=None, loss=None):
-        # loaded here, where JAX runs on the trainer's devices
-        teacher_params = start_params(cfg, env, env_params) if teacher == "start" else None
+    def make_update(
+        cfg, apply_fn, env, env_params, axis_name=None, *, actor=None, loss=None, frozen=None
+    ):
+        # the start's params come as the chunk's argument (``frozen``): one compiled program
+        # for every teacher, so each round of --guide-rounds finds the last one's in the cache
+        teacher_params = frozen if teacher == "start" else None
+        if teacher == "start" and frozen is None:
+            raise ValueError("--guide-teacher start needs the start's params as `frozen`")
         actor = actor or functools.partial(
             guided_actor,
             searched_envs=searched_envs,
@@ -171,7 +176,9 @@ def learner(
     bonus = f"-bonus{tree_bonus:g}" if tree_bonus else ""
     reverse = "-reverse" if divergence == "reverse" else ""
     return Learner(
-        f"guided-ppo-{teacher}-kl{kl_coef:g}-{searched_envs}{bonus}{reverse}", make_update
+        f"guided-ppo-{teacher}-kl{kl_coef:g}-{searched_envs}{bonus}{reverse}",
+        make_update,
+        frozen=start_params if teacher == "start" else None,
     )
 
 

@@ -57,7 +57,9 @@ class Trainer:
     """A compiled trainer for one (config, env, env_params, learner) on all devices.
 
     ``learner`` (``update.Learner``) builds the update; ``actor`` and ``loss`` go to it as its
-    injection points (None: the learner's own).
+    injection points (None: the learner's own). The learner's frozen arrays (``frozen``: a
+    guided run's teacher) are the chunk's fourth argument, so one compiled chunk serves any
+    of their values.
     """
 
     def __init__(
@@ -80,9 +82,8 @@ class Trainer:
 
         self.network = make_network(cfg.network, self.num_actions, cfg.hidden_dim, cfg.num_layers)
         self.tx = make_optimizer(cfg, self.num_updates)  # for the optimizer state's init
-        self._update = learner.make_update(
-            cfg, self.network.apply, env, env_params, axis_name=AXIS, actor=actor, loss=loss
-        )
+        # the update is built inside the chunk's trace, from the config it was compiled for
+        self._update_cfg, self._actor, self._loss = cfg, actor, loss
 
         # sharding: envs, observations, accumulators and keys split over the mesh's axis
         self.spec = spec_tree()
@@ -90,17 +91,22 @@ class Trainer:
             lambda s: NamedSharding(self.mesh, s), self.spec, is_leaf=lambda x: isinstance(x, P)
         )
         self._init = jax.jit(self._init_fn, out_shardings=self.shardings)
+        # the learner's frozen arrays, replicated: an argument of the chunk, not its constants
+        self.frozen = () if learner.frozen is None else jax.device_put(
+            learner.frozen(cfg, env, env_params), NamedSharding(self.mesh, P())
+        )  # fmt: skip
+        self.make_update(self.frozen)  # a learner refuses a config as it builds: here, not later
         chunk = jax.shard_map(
             self._chunk_local,
             mesh=self.mesh,
-            in_specs=(self.spec, P(), P()),
+            in_specs=(self.spec, P(), P(), P()),
             out_specs=(self.spec, P()),
             # env code (any gymnax env) is not written for varying-manual-axes typing: a scan
             # carry initialised from constants would be rejected. Replication of params is
             # guaranteed by construction (pmean-ed gradients), and tested.
             check_vma=False,
         )
-        self.chunk = jax.jit(chunk)  # (runner, n, schedule arrays) -> (runner, metrics)
+        self.chunk = jax.jit(chunk)  # (runner, n, schedule arrays, frozen) -> (runner, metrics)
         self._compiled = None
 
     # ---- init -------------------------------------------------------------------------------
@@ -158,15 +164,25 @@ class Trainer:
         )
 
     # ---- chunk ------------------------------------------------------------------------------
-    def _chunk_local(self, runner: RunnerState, n, sched: Schedule):
+    def make_update(self, frozen=()):
+        """The learner's ``update(runner, sched)``, built with ``frozen`` (the chunk's argument,
+        traced inside it) when the learner has frozen arrays."""
+        extra = {} if self.learner.frozen is None else {"frozen": frozen}
+        return self.learner.make_update(
+            self._update_cfg, self.network.apply, self.env, self.env_params, axis_name=AXIS,
+            actor=self._actor, loss=self._loss, **extra,
+        )  # fmt: skip
+
+    def _chunk_local(self, runner: RunnerState, n, sched: Schedule, frozen):
         runner = runner.replace(key=runner.key[0])
+        update = self.make_update(frozen)
         zero = jax.tree.map(
-            lambda s: jnp.zeros(s.shape, s.dtype), jax.eval_shape(self._update, runner, sched)[1]
+            lambda s: jnp.zeros(s.shape, s.dtype), jax.eval_shape(update, runner, sched)[1]
         )
 
         def body(_, carry):
             runner, (episodes, metrics) = carry
-            runner, (ep, m) = self._update(runner, sched)
+            runner, (ep, m) = update(runner, sched)
             return runner, (add_metrics(episodes, ep), add_metrics(metrics, m))
 
         runner, sums = jax.lax.fori_loop(0, n, body, (runner, zero))
@@ -192,7 +208,7 @@ class Trainer:
     def compile(self, runner: RunnerState):
         """Ahead-of-time compile the chunk; returns the compiled callable (cached)."""
         if self._compiled is None:
-            lowered = self.chunk.lower(runner, jnp.int32(1), self.schedule_arrays())
+            lowered = self.chunk.lower(runner, jnp.int32(1), self.schedule_arrays(), self.frozen)
             self._compiled = lowered.compile()
         return self._compiled
 
@@ -200,7 +216,7 @@ class Trainer:
         """Run ``n`` updates; returns ``(runner, metrics)`` (device arrays, dispatched async)."""
         # no-op for arrays already placed; fixes e.g. empty arrays that come back replicated
         runner = jax.device_put(runner, self.shardings)
-        return self.compile(runner)(runner, jnp.int32(n), self.schedule_arrays())
+        return self.compile(runner)(runner, jnp.int32(n), self.schedule_arrays(), self.frozen)
 
 
 def finalize_metrics(sums, n, update, names: EnvNames) -> dict:

@@ -49,10 +49,18 @@ class Learner(NamedTuple):
     ``(cfg, apply_fn) -> act``, ``act(params, obs, env_state, key) -> (action, log_prob, value,
     extra)``) and ``loss`` (the learner's loss, with the learner's own signature) replace the
     learner's defaults; None keeps them.
+
+    ``frozen`` (None: none): ``frozen(cfg, env, env_params) -> pytree``, arrays the update
+    reads and never trains (a frozen teacher's params). The trainer loads them once and passes
+    them to its compiled chunk as an argument, and ``make_update`` then takes them as its
+    keyword ``frozen`` (traced). Closed over instead, they would be constants of the program:
+    each new value (each round of ``--guide-rounds``) a program of its own, compiled again
+    and never found in the persistent cache.
     """
 
     name: str
     make_update: Callable[..., Callable]
+    frozen: Callable[..., Any] | None = None
 
 
 def pmean(x, axis_name=None):
