@@ -9,11 +9,15 @@ This evaluates one checkpoint with the protocol's search (honest, one tree, 2 co
 actions) once per tree bonus, every row on the same games (same key), so the rows are paired.
 The returns and wins stay the game's: the bonus only steers the tree.
 
+``--from-stage S ...`` counts the bonus only for programs acquired from stage S on (one row per
+bonus and stage): the early games end after program-block siphons in stages 1-2.
+
 ``--away-penalty A ...`` does the same for the trainer's charge for walking away from the exit
 (``hm-train --away-penalty``): a network trained with it searches with it by default (its
 value's units); one row per bonus and charge.
 
     uv run python experiments/search_bonus.py CKPT --bonus 0 5 --seed 0
+    uv run python experiments/search_bonus.py CKPT --bonus 0 15 --from-stage 1 3 --simulations 32 --determinizations 4
     uv run python experiments/search_bonus.py CKPT --bonus 0 --away-penalty 0 1 --simulations 32 --determinizations 4
 """
 
@@ -29,6 +33,9 @@ def main() -> None:
     p.add_argument("checkpoint", nargs="?", default=None, help="default: the shipped agent")
     p.add_argument("--bonus", type=float, nargs="+", default=[0.0, 5.0],
                    help="the tree's reward per program acquired, one search row each")  # fmt: skip
+    p.add_argument("--from-stage", type=int, nargs="+", default=[1],
+                   help="the first stage whose acquisitions the tree's bonus counts, one search "
+                   "row each (bonus rows only)")  # fmt: skip
     p.add_argument("--away-penalty", type=float, nargs="+", default=None,
                    help="the tree's charge for walking away from the exit, one search row each "
                    "(default: the run's)")  # fmt: skip
@@ -40,6 +47,8 @@ def main() -> None:
     args = p.parse_args()
     if not all(math.isfinite(b) and b >= 0 for b in args.bonus):
         raise SystemExit(f"--bonus must be finite and >= 0, got {args.bonus}")
+    if not all(1 <= s <= 8 for s in args.from_stage):
+        raise SystemExit(f"--from-stage must be stages 1 to 8, got {args.from_stage}")
     away = args.away_penalty or [None]
     if not all(a is None or (math.isfinite(a) and a >= 0) for a in away):
         raise SystemExit(f"--away-penalty must be finite and >= 0, got {args.away_penalty}")
@@ -52,14 +61,15 @@ def main() -> None:
            "max_num_considered_actions": 2}  # fmt: skip
     summary = evaluate_checkpoint(
         args.checkpoint, episodes=args.episodes, seed=args.seed,
-        search=[{**row, "program_bonus": b, **({} if a is None else {"away_penalty": a})}
-                for b in args.bonus for a in away],
+        search=[{**row, "program_bonus": b, "program_bonus_from_stage": s,
+                 **({} if a is None else {"away_penalty": a})}
+                for b in args.bonus for s in (args.from_stage if b else [1]) for a in away],
     )  # fmt: skip
     rows = [summary, *summary["search"]]
     print(format_summaries(rows, f"{args.checkpoint or 'the shipped agent'}, seed {args.seed}"))
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"bonus": args.bonus, "away_penalty": args.away_penalty,
+            json.dump({"bonus": args.bonus, "from_stage": args.from_stage, "away_penalty": args.away_penalty,
                        "summary": summary}, f, indent=1)  # fmt: skip
 
 

@@ -107,6 +107,47 @@ def test_the_program_bonus_is_added_to_a_winning_step_only():
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
+def test_the_program_bonus_counts_from_its_first_stage():
+    """A tree bonus from stage S counts a program acquired in stage S or later, none before:
+    the same siphon in stage 3 earns it from stage 3, not from stage 4, and the game's reward
+    and next state are the plain tree's either way."""
+    third = make_state((2, 2), siphons=1, energy=5, stage=3, blocks=[("program", (3, 2), "score")])
+    state = jax.tree.map(lambda x: jnp.stack([x, x]), third)
+    node = Node(state, jnp.zeros(2, bool))
+    actions = jnp.array([int(Action.SIPHON), int(Action.DOWN)], jnp.int32)
+    key = jax.random.key(1)
+    bonus = {"program_bonus": 5.0}
+    configs = {
+        "plain": {},
+        "from 3": {**bonus, "program_bonus_from_stage": 3},
+        "from 4": {**bonus, "program_bonus_from_stage": 4},
+    }
+    outs = {}
+    for name, extra in configs.items():
+        recurrent = make_recurrent_fn(prior_fn, SearchConfig(num_simulations=2, **extra))
+        outs[name] = jax.jit(recurrent)(UNIFORM, key, actions, node)
+    plain = np.asarray(outs["plain"][0].reward)
+    np.testing.assert_allclose(np.asarray(outs["from 3"][0].reward) - plain, [5.0, 0.0], atol=1e-6)
+    np.testing.assert_array_equal(np.asarray(outs["from 4"][0].reward), plain)
+    for _, stepped in outs.values():
+        for a, b in zip(jax.tree.leaves(outs["plain"][1]), jax.tree.leaves(stepped), strict=True):
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"program_bonus": -1.0},
+        {"program_bonus": float("nan")},
+        {"program_bonus_from_stage": 0},
+        {"program_bonus_from_stage": 9},
+    ],
+)
+def test_a_bad_tree_bonus_is_refused(bad):
+    with pytest.raises(ValueError, match=next(iter(bad))):
+        SearchConfig(num_simulations=2, **bad)
+
+
 def test_the_tree_uses_the_canonical_reward_unless_asked():
     from hackmatrix_train.config import TrainConfig
 

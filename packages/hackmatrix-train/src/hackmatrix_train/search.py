@@ -150,6 +150,10 @@ def make_recurrent_fn(apply_fn, cfg: SearchConfig):
         if cfg.program_bonus:  # the value head learned the trainer's bonus: so does the tree
             skip = cfg.program_bonus_skips_undo
             gained = programs_counted(stepped, skip) - programs_counted(node.state, skip)
+            if cfg.program_bonus_from_stage > 1:  # acquired in an earlier stage: no bonus
+                gained = jnp.where(
+                    node.state.game.stage >= cfg.program_bonus_from_stage, gained, 0.0
+                )
             reward = reward + cfg.program_bonus * gained
         if cfg.away_penalty:  # so did the trainer's charge for walking away from the exit
             reward = reward + away_penalty(cfg.away_penalty)(node.state, stepped)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 
 MODES = ("honest", "oracle")
 SELECTIONS = ("gumbel", "improved")
@@ -33,7 +34,7 @@ SEARCH_FLAGS = {
 # does not carry them in its ``search`` table.
 SEARCH_FROM_RUN = frozenset({
     "gamma", "reward_scale", "max_steps_in_episode", "disabled", "program_bonus",
-    "program_bonus_skips_undo", "target_q", "away_penalty",
+    "program_bonus_skips_undo", "program_bonus_from_stage", "target_q", "away_penalty",
 })  # fmt: skip
 
 
@@ -96,6 +97,9 @@ class SearchConfig:
     # (specs/search.md §2: adding it measured worse)
     program_bonus: float = 0.0
     program_bonus_skips_undo: bool = True  # the trainer's --program-terms-skip-undo
+    # the first stage whose acquisitions the tree's bonus counts (1: every stage): a program
+    # block siphoned in stages 1-2 owes spawns that end most early games (long_game.md)
+    program_bonus_from_stage: int = 1
     # the trainer's --away-penalty, a unit of its value: the tree charges what the value learned
     # (stats.exit_distance_gained)
     away_penalty: float = 0.0
@@ -145,6 +149,11 @@ def check_search_config(cfg: SearchConfig) -> None:
         raise ValueError(f"chance must be one of {CHANCES}, got {cfg.chance!r}")
     if not 0.0 <= cfg.gamma <= 1.0:
         raise ValueError(f"gamma must lie in [0, 1], got {cfg.gamma!r}")
+    if not (math.isfinite(cfg.program_bonus) and cfg.program_bonus >= 0):
+        raise ValueError(f"program_bonus must be finite and >= 0, got {cfg.program_bonus!r}")
+    if cfg.program_bonus_from_stage not in range(1, 9):
+        raise ValueError("program_bonus_from_stage must be a stage, 1 to 8, got "
+                         f"{cfg.program_bonus_from_stage!r}")  # fmt: skip
     if not cfg.away_penalty >= 0:
         raise ValueError(f"away_penalty must be >= 0, got {cfg.away_penalty!r}")
     if not cfg.reward_scale > 0:

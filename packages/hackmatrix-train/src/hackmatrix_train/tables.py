@@ -91,6 +91,8 @@ def column_name(summary: dict) -> str:
         name += f", {considered} considered"
     if search.get("program_bonus"):  # the tree's reward is not the game's alone
         name += f", tree bonus {search['program_bonus']:g}"
+        if search.get("program_bonus_from_stage", 1) > 1:
+            name += f" from stage {search['program_bonus_from_stage']}"
     if search.get("away_penalty"):
         name += f", away penalty {search['away_penalty']:g}"
     return name
