@@ -69,8 +69,8 @@ def main() -> None:
     print(format_summaries(rows, f"{args.checkpoint or 'the shipped agent'}, seed {args.seed}"))
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"bonus": args.bonus, "from_stage": args.from_stage, "away_penalty": args.away_penalty,
-                       "summary": summary}, f, indent=1)  # fmt: skip
+            json.dump({"bonus": args.bonus, "from_stage": args.from_stage,
+                       "away_penalty": args.away_penalty, "summary": summary}, f, indent=1)  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -150,7 +150,7 @@ def make_recurrent_fn(apply_fn, cfg: SearchConfig):
         if cfg.program_bonus:  # the value head learned the trainer's bonus: so does the tree
             skip = cfg.program_bonus_skips_undo
             gained = programs_counted(stepped, skip) - programs_counted(node.state, skip)
-            if cfg.program_bonus_from_stage > 1:  # acquired in an earlier stage: no bonus
+            if cfg.program_bonus_from_stage > 1:  # acquired before its first stage: none
                 gained = jnp.where(
                     node.state.game.stage >= cfg.program_bonus_from_stage, gained, 0.0
                 )

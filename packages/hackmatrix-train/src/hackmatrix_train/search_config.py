@@ -30,8 +30,8 @@ SEARCH_FLAGS = {
     "search_determinizations": "determinizations", "search_track_cryptogs": "track_cryptogs",
 }  # fmt: skip
 # ``SearchConfig`` fields that come from the run, not from the search's settings: its units
-# (``search.search_config_from_train``) and the target's Q (a learner's choice). A saved config
-# does not carry them in its ``search`` table.
+# (``search.search_config_from_train``), the target's Q and the tree's program bonus (a
+# learner's or a study's choice). A saved config does not carry them in its ``search`` table.
 SEARCH_FROM_RUN = frozenset({
     "gamma", "reward_scale", "max_steps_in_episode", "disabled", "program_bonus",
     "program_bonus_skips_undo", "program_bonus_from_stage", "target_q", "away_penalty",
@@ -97,8 +97,8 @@ class SearchConfig:
     # (specs/search.md §2: adding it measured worse)
     program_bonus: float = 0.0
     program_bonus_skips_undo: bool = True  # the trainer's --program-terms-skip-undo
-    # the first stage whose acquisitions the tree's bonus counts (1: every stage): a program
-    # block siphoned in stages 1-2 owes spawns that end most early games (long_game.md)
+    # the first stage whose acquisitions the tree's bonus counts (1: every stage), to keep the
+    # tree canonical where early siphons' spawns end games (specs/search.md §2)
     program_bonus_from_stage: int = 1
     # the trainer's --away-penalty, a unit of its value: the tree charges what the value learned
     # (stats.exit_distance_gained)
