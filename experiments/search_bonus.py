@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 
 
 def main() -> None:
@@ -45,28 +44,29 @@ def main() -> None:
     p.add_argument("--determinizations", type=int, default=1)
     p.add_argument("--json", default=None)
     args = p.parse_args()
-    if not all(math.isfinite(b) and b >= 0 for b in args.bonus):
-        raise SystemExit(f"--bonus must be finite and >= 0, got {args.bonus}")
-    if not all(1 <= s <= 8 for s in args.from_stage):
-        raise SystemExit(f"--from-stage must be stages 1 to 8, got {args.from_stage}")
     away = args.away_penalty or [None]
-    if not all(a is None or (math.isfinite(a) and a >= 0) for a in away):
-        raise SystemExit(f"--away-penalty must be finite and >= 0, got {args.away_penalty}")
+    row = {"num_simulations": args.simulations, "determinizations": args.determinizations,
+           "max_num_considered_actions": 2}  # fmt: skip
+    rows = [{**row, "program_bonus": b, "program_bonus_from_stage": s,
+             **({} if a is None else {"away_penalty": a})}
+            for b in args.bonus for s in (args.from_stage if b else [1]) for a in away]  # fmt: skip
+    from hackmatrix_train.search_config import SearchConfig  # no JAX: its checks come first
+
+    try:
+        for r in rows:
+            SearchConfig(**r)
+    except ValueError as e:
+        raise SystemExit(f"search_bonus.py: {e}") from None
     from hackmatrix_train.compile_cache import default_cache_dir, enable
     from hackmatrix_train.policy import evaluate_checkpoint
     from hackmatrix_train.tables import format_summaries
 
     enable(default_cache_dir())
-    row = {"num_simulations": args.simulations, "determinizations": args.determinizations,
-           "max_num_considered_actions": 2}  # fmt: skip
     summary = evaluate_checkpoint(
-        args.checkpoint, episodes=args.episodes, seed=args.seed,
-        search=[{**row, "program_bonus": b, "program_bonus_from_stage": s,
-                 **({} if a is None else {"away_penalty": a})}
-                for b in args.bonus for s in (args.from_stage if b else [1]) for a in away],
-    )  # fmt: skip
-    rows = [summary, *summary["search"]]
-    print(format_summaries(rows, f"{args.checkpoint or 'the shipped agent'}, seed {args.seed}"))
+        args.checkpoint, episodes=args.episodes, seed=args.seed, search=rows
+    )
+    columns = [summary, *summary["search"]]
+    print(format_summaries(columns, f"{args.checkpoint or 'the shipped agent'}, seed {args.seed}"))
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"bonus": args.bonus, "from_stage": args.from_stage,

@@ -141,9 +141,10 @@ def test_the_program_bonus_counts_from_its_first_stage():
         {"program_bonus": float("nan")},
         {"program_bonus_from_stage": 0},
         {"program_bonus_from_stage": 9},
+        {"away_penalty": float("inf")},
     ],
 )
-def test_a_bad_tree_bonus_is_refused(bad):
+def test_a_bad_tree_term_is_refused(bad):
     with pytest.raises(ValueError, match=next(iter(bad))):
         SearchConfig(num_simulations=2, **bad)
 

@@ -154,8 +154,8 @@ def check_search_config(cfg: SearchConfig) -> None:
     if cfg.program_bonus_from_stage not in range(1, 9):
         raise ValueError("program_bonus_from_stage must be a stage, 1 to 8, got "
                          f"{cfg.program_bonus_from_stage!r}")  # fmt: skip
-    if not cfg.away_penalty >= 0:
-        raise ValueError(f"away_penalty must be >= 0, got {cfg.away_penalty!r}")
+    if not (math.isfinite(cfg.away_penalty) and cfg.away_penalty >= 0):
+        raise ValueError(f"away_penalty must be finite and >= 0, got {cfg.away_penalty!r}")
     if not cfg.reward_scale > 0:
         raise ValueError(f"reward_scale must be > 0, got {cfg.reward_scale!r}")
     if cfg.max_steps_in_episode < 1:
