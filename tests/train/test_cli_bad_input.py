@@ -59,6 +59,15 @@ CASES = [
         "{tmp} --search 8 --search-mode oracle --search-track-cryptogs",
         "--search-mode honest",
     ),
+    ("hm-eval", "{tmp} --search-program-bonus 10", "give --search N"),
+    ("hm-eval", "{tmp} --search 8 --search-program-bonus -1", "program_bonus must be finite"),
+    ("hm-eval", "{tmp} --search 8 --search-program-bonus nan", "program_bonus must be finite"),
+    ("hm-eval", "{tmp} --search 8 --search-program-bonus-from-stage 3", "give --search-program"),
+    (
+        "hm-eval",
+        "{tmp} --search 8 --search-program-bonus 5 --search-program-bonus-from-stage 9",
+        "must be a stage, 1 to 8",
+    ),
     # hm-watch
     ("hm-watch", "nowhere", "no such file or directory: nowhere"),
     ("hm-watch", "--actions nowhere.json", "no such file or directory: nowhere.json"),
@@ -67,6 +76,8 @@ CASES = [
     ("hm-watch", "--random --sampled", "--sampled chooses the checkpoint's actions"),
     ("hm-watch", "--greedy --sampled", "not allowed with argument"),
     ("hm-watch", "--search-mode oracle", "give --search N"),
+    ("hm-watch", "--search 8 --search-program-bonus inf", "program_bonus must be finite"),
+    ("hm-watch", "--search-program-bonus 5", "give --search N"),
     ("hm-watch", "--random --episodes 0", "--episodes must be >= 1"),
     ("hm-watch", "--random --start-stage 0", "--start-stage must be in 1..8"),
     ("hm-watch", "--random --gif g.gif --gif-episode 4", "--gif-episode must be in 0..3"),
@@ -80,6 +91,8 @@ CASES = [
     ("hm-play", "--swift --save-actions x.json", "--save-actions replays JAX games only"),
     ("hm-play", "--hint --swift", "cannot be used with --swift"),
     ("hm-play", "--seed x", "invalid int value"),
+    ("hm-play", "--search-considered 4", "give --hint"),
+    ("hm-play", "--hint --search-program-bonus-from-stage 2", "give --search-program-bonus"),
     # hm-parity
     ("hm-parity", "--swift-bin nowhere", "no such file or directory: nowhere"),
     ("hm-parity", "--scenarios 0", "--scenarios must be >= 1"),

@@ -105,14 +105,14 @@ def test_every_config_field_is_a_flag_with_its_own_help():
     import dataclasses
 
     from hackmatrix_train.config import SEARCH_FLAGS, TrainConfig
-    from hackmatrix_train.search_config import SearchConfig
+    from hackmatrix_train.search_config import PLAY_SEARCH_FLAGS, SearchConfig
 
     entries = options(train.build_parser().format_help())
     helped = {f.name for f in dataclasses.fields(TrainConfig) if "help" in f.metadata}
     assert helped == {f.name for f in dataclasses.fields(TrainConfig)} - {"search", "notes"}
     search_help = {f.name: f.metadata["help"] for f in dataclasses.fields(SearchConfig)
                    if "help" in f.metadata}  # fmt: skip
-    assert set(search_help) == set(SEARCH_FLAGS.values())
+    assert set(search_help) == set(SEARCH_FLAGS.values()) | set(PLAY_SEARCH_FLAGS.values())
     for name, help_text in [
         *((f.name, f.metadata["help"]) for f in dataclasses.fields(TrainConfig) if f.name in helped),
         *((dest, search_help[field]) for dest, field in SEARCH_FLAGS.items()
@@ -120,3 +120,21 @@ def test_every_config_field_is_a_flag_with_its_own_help():
     ]:  # fmt: skip
         entry = "".join(entries["--" + name.replace("_", "-")].split())  # wrapping aside
         assert "".join(help_text.split()) in entry, name
+
+
+@pytest.mark.parametrize("prog", ["hm-eval", "hm-watch", "hm-play"])
+def test_the_tree_bonus_is_a_flag_of_the_commands_that_play_not_of_the_trainer(prog):
+    """The test-time tree's bonus (``PLAY_SEARCH_FLAGS``) is the playing commands' switch; the
+    trainer's tree takes its bonus from ``--guide-bonus`` and has no such flag."""
+    import dataclasses
+
+    from hackmatrix_train.search_config import PLAY_SEARCH_FLAGS, SearchConfig
+
+    helps = {f.name: f.metadata["help"] for f in dataclasses.fields(SearchConfig)
+             if f.name in PLAY_SEARCH_FLAGS.values()}  # fmt: skip
+    entries = options(PARSERS[prog]().format_help())
+    trainer = options(train.build_parser().format_help())
+    for dest, field in PLAY_SEARCH_FLAGS.items():
+        flag = "--" + dest.replace("_", "-")
+        assert "".join(helps[field].split()) in "".join(entries[flag].split())
+        assert flag not in trainer

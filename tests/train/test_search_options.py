@@ -134,6 +134,37 @@ def test_the_program_bonus_counts_from_its_first_stage():
             np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
+def test_the_commands_tree_bonus_flags_reach_the_search_they_play(tmp_path):
+    """``--search-program-bonus B --search-program-bonus-from-stage S`` set the tree of the
+    search hm-eval's rows, hm-watch and hm-play's hint play (the canonical tree without them),
+    in the policy's run's units."""
+    from hackmatrix_train.cli import evaluate, play, watch
+    from hackmatrix_train.cli.common import search_overrides
+    from hackmatrix_train.play import Hinter
+    from hackmatrix_train.policy import load_policy, search_config
+    from train.tiny_policy import write_tiny_policy
+
+    path = str(write_tiny_policy(tmp_path / "run", 50))
+    policy = load_policy(path)
+    bonus = ["--search-program-bonus", "10", "--search-program-bonus-from-stage", "3"]
+
+    def eval_rows(argv):
+        args = evaluate.build_parser().parse_args([path, *argv])
+        args.greedy = True  # as hm-eval's main sets it without --sampled
+        return evaluate.search_rows(args)
+
+    played = [search_config(policy, **row) for row in eval_rows(["--search", "8", "32", *bonus])]
+    plain = eval_rows(["--search", "8"])
+    watched = search_overrides(watch.build_parser().parse_args([path, "--search", "8", *bonus]))
+    hint_args = play.build_parser().parse_args(["--hint", "--hint-policy", path, *bonus])
+    hinted = Hinter(path, 8, 50, **search_overrides(hint_args)).config
+    for cfg in [*played, search_config(policy, **watched), hinted]:
+        assert (cfg.program_bonus, cfg.program_bonus_from_stage) == (10.0, 3)
+        assert cfg.gamma == float(policy.cfg.gamma)  # the run's units, as without the bonus
+    assert [c.num_simulations for c in played] == [8, 32]
+    assert search_config(policy, **plain[0]).program_bonus == 0.0
+
+
 @pytest.mark.parametrize(
     "bad",
     [

@@ -29,6 +29,13 @@ SEARCH_FLAGS = {
     "search_selection": "selection", "search_chance": "chance",
     "search_determinizations": "determinizations", "search_track_cryptogs": "track_cryptogs",
 }  # fmt: skip
+# The test-time tree's program bonus: flags of the commands that play (hm-eval, hm-watch,
+# hm-play) alone, a study's switch; a trainer's tree takes its bonus from its learner's own
+# flag (``--guide-bonus``), so hm-train has neither.
+PLAY_SEARCH_FLAGS = {
+    "search_program_bonus": "program_bonus",
+    "search_program_bonus_from_stage": "program_bonus_from_stage",
+}
 # ``SearchConfig`` fields that come from the run, not from the search's settings: its units
 # (``search.search_config_from_train``), the target's Q and the tree's program bonus (a
 # learner's or a study's choice). A saved config does not carry them in its ``search`` table.
@@ -94,12 +101,16 @@ class SearchConfig:
                                         type=int, metavar="K")  # fmt: skip
     # a reward per program acquired (UNDO aside) added to the tree's rewards, as the trainer's
     # --program-bonus adds it to the value's targets; 0 (the default): the canonical reward
-    # (specs/search.md §2: adding it measured worse)
-    program_bonus: float = 0.0
+    # (specs/search.md §2: it buys programs acquired for some wins)
+    program_bonus: float = flag(0.0, "a reward per program acquired added to the tree's "
+                                "rewards, not to the game's", "0, the canonical reward",
+                                metavar="B")  # fmt: skip
     program_bonus_skips_undo: bool = True  # the trainer's --program-terms-skip-undo
     # the first stage whose acquisitions the tree's bonus counts (1: every stage), to keep the
     # tree canonical where early siphons' spawns end games (specs/search.md §2)
-    program_bonus_from_stage: int = 1
+    program_bonus_from_stage: int = flag(1, "the first stage whose programs acquired the "
+                                         "tree's bonus counts", "1, every stage",
+                                         metavar="S")  # fmt: skip
     # the trainer's --away-penalty, a unit of its value: the tree charges what the value learned
     # (stats.exit_distance_gained)
     away_penalty: float = 0.0

@@ -9,10 +9,12 @@ from hackmatrix_env.argparsing import count
 
 from hackmatrix_train.config import SEARCH_FLAGS
 from hackmatrix_train.policy import SHIPPED_POLICY
-from hackmatrix_train.search_config import SearchConfig
+from hackmatrix_train.search_config import PLAY_SEARCH_FLAGS, SearchConfig
 
 # hm-train's alone: the other commands take the simulations as --search N and learn no target
 TRAINER_SEARCH_FLAGS = frozenset({"search_simulations", "search_target_value_scale"})
+# every command's search flags: the shared ones and those of the commands that play
+ALL_SEARCH_FLAGS = {**SEARCH_FLAGS, **PLAY_SEARCH_FLAGS}
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -40,11 +42,11 @@ def field_options(f: dataclasses.Field) -> dict:
 
 
 def add_search_flags(group, skip=TRAINER_SEARCH_FLAGS, default=None) -> None:
-    """The search's flags (``SEARCH_FLAGS`` less ``skip``), their help and shown default
-    ``SearchConfig``'s (``search_config.flag``); ``default=None`` stands for that default
-    (``policy.search_config`` fills it in)."""
+    """The search's flags (``SEARCH_FLAGS`` and ``PLAY_SEARCH_FLAGS`` less ``skip``), their
+    help and shown default ``SearchConfig``'s (``search_config.flag``); ``default=None`` stands
+    for that default (``policy.search_config`` fills it in)."""
     fields = {f.name: f for f in dataclasses.fields(SearchConfig)}
-    for dest, name in SEARCH_FLAGS.items():
+    for dest, name in ALL_SEARCH_FLAGS.items():
         if dest in skip:
             continue
         f, meta = fields[name], fields[name].metadata
@@ -58,8 +60,26 @@ def add_search_flags(group, skip=TRAINER_SEARCH_FLAGS, default=None) -> None:
 def search_overrides(args: argparse.Namespace) -> dict:
     """``SearchConfig`` fields of the search flags given (a flag left out: the default)."""
     return {
-        SEARCH_FLAGS[k]: v for k, v in vars(args).items() if k in SEARCH_FLAGS and v is not None
+        ALL_SEARCH_FLAGS[k]: v
+        for k, v in vars(args).items()
+        if k in ALL_SEARCH_FLAGS and v is not None
     }
+
+
+def tree_bonus_problem(args: argparse.Namespace) -> str | None:
+    """Why the tree bonus's flags (``PLAY_SEARCH_FLAGS``) given cannot be played
+    (``SearchConfig``'s own checks, or a first stage without a bonus), or ``None``; the other
+    search flags are checked with the simulations, where the search is built."""
+    options = search_overrides(args)
+    bonus = {k: v for k, v in options.items() if k in PLAY_SEARCH_FLAGS.values()}
+    if "program_bonus_from_stage" in bonus and not bonus.get("program_bonus"):
+        return ("--search-program-bonus-from-stage sets where the tree's bonus starts: give "
+                "--search-program-bonus B > 0 with it")  # fmt: skip
+    try:
+        SearchConfig(**bonus)
+    except ValueError as e:
+        return f"--search-program-bonus: {e}"
+    return None
 
 
 def add_options(group, rows) -> None:

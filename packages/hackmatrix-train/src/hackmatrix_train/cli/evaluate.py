@@ -16,6 +16,7 @@ from hackmatrix_train.cli.common import (
     add_policy_options,
     add_search_flags,
     search_overrides,
+    tree_bonus_problem,
 )
 from hackmatrix_train.tables import TERMS
 
@@ -54,6 +55,10 @@ def search_rows(args: argparse.Namespace) -> list[dict]:
     if args.search and not args.greedy:
         raise ValueError("--search replaces the policy's own choice; drop --sampled")
     options = search_overrides(args)
+    if tree_bonus_problem(args):
+        raise ValueError(tree_bonus_problem(args))
+    if "program_bonus" in options and not args.search:
+        raise ValueError("--search-program-bonus is the search's: give --search N")
     if "track_cryptogs" in options and (not args.search or args.search_mode == "oracle"):
         raise ValueError("--search-track-cryptogs sets the honest search's re-draws: give "
                          "--search N with --search-mode honest or both")  # fmt: skip

@@ -19,12 +19,14 @@ from hackmatrix_train.config import (
     TrainConfig,
     validate_guide,
 )
+from hackmatrix_train.search_config import PLAY_SEARCH_FLAGS
 
 # Flags of hm-train that are not TrainConfig fields (process set-up, not the experiment).
 NON_CONFIG_ARGS = frozenset({"recipe"}) | distributed.ARG_NAMES | compile_cache.ARG_NAMES
 GROUPS = {  # TrainConfig's help groups (config.flag): title, description
-    SEARCH: ("search (specs/search.md)", "the search settings saved with the run: hm-eval, "
-             "hm-watch and hm-play --hint plan with them"),
+    SEARCH: ("search (specs/search.md)", "the settings of the run's own search (its "
+             "learner's), saved with the run; hm-eval, hm-watch and hm-play plan with their "
+             "own flags' settings in the run's units"),
     GUIDE: ("guided by the search (specs/train.md §11)", "PPO plus a KL term toward the "
             "search's improved policy on PPO's own states, from a start (--init-params)"),
     LOGS: ("checkpoints and logging", None),
@@ -58,7 +60,9 @@ def build_parser() -> argparse.ArgumentParser:
             text += f" (default: {f.default})"
         groups[f.metadata["group"]].add_argument("--" + f.name.replace("_", "-"), dest=f.name,
                                                  help=text, **kw)  # fmt: skip
-    add_search_flags(groups[SEARCH], {"search_track_cryptogs"}, argparse.SUPPRESS)
+    # the trainer's search follows no one game, and its tree bonus is its learner's flag
+    add_search_flags(groups[SEARCH], {"search_track_cryptogs", *PLAY_SEARCH_FLAGS},
+                     argparse.SUPPRESS)  # fmt: skip
     distributed.add_arguments(p)
     compile_cache.add_arguments(groups[LOGS])
     return p

@@ -13,6 +13,7 @@ from hackmatrix_train.cli.common import (
     add_policy_options,
     add_search_flags,
     search_overrides,
+    tree_bonus_problem,
 )
 
 
@@ -41,6 +42,8 @@ def conflicting_flags(args: argparse.Namespace) -> str | None:
     """Why the flags given cannot be played together (one would be ignored), or ``None``."""
     if args.search is None and search_overrides(args):
         return "the --search-* flags set a search: give --search N"
+    if tree_bonus_problem(args):
+        return tree_bonus_problem(args)
     if args.search is not None:
         return None  # --search's own combinations: watch.check_search_args
     if args.random and args.checkpoint is not None:
