@@ -55,8 +55,8 @@ def search_rows(args: argparse.Namespace) -> list[dict]:
     if args.search and not args.greedy:
         raise ValueError("--search replaces the policy's own choice; drop --sampled")
     options = search_overrides(args)
-    if tree_bonus_problem(args):
-        raise ValueError(tree_bonus_problem(args))
+    if problem := tree_bonus_problem(args):
+        raise ValueError(problem)
     if "program_bonus" in options and not args.search:
         raise ValueError("--search-program-bonus is the search's: give --search N")
     if "track_cryptogs" in options and (not args.search or args.search_mode == "oracle"):

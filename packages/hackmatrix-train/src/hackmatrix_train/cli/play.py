@@ -56,8 +56,8 @@ def main(argv=None) -> int:
         return fail("hm-play", "--max-steps must be >= 1")
     if set(search_overrides(args)) - {"num_simulations"} and not args.hint:
         return fail("hm-play", "the --search-* flags set the hint's search: give --hint")
-    if tree_bonus_problem(args):
-        return fail("hm-play", tree_bonus_problem(args))
+    if problem := tree_bonus_problem(args):
+        return fail("hm-play", problem)
     if args.hint and args.swift:
         return fail("hm-play", "--hint searches the JAX game; it cannot be used with --swift")
     if args.hint and args.hint_policy is not None and not Path(args.hint_policy).exists():

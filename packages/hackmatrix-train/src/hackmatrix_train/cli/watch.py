@@ -42,8 +42,8 @@ def conflicting_flags(args: argparse.Namespace) -> str | None:
     """Why the flags given cannot be played together (one would be ignored), or ``None``."""
     if args.search is None and search_overrides(args):
         return "the --search-* flags set a search: give --search N"
-    if tree_bonus_problem(args):
-        return tree_bonus_problem(args)
+    if problem := tree_bonus_problem(args):
+        return problem
     if args.search is not None:
         return None  # --search's own combinations: watch.check_search_args
     if args.random and args.checkpoint is not None:
