@@ -60,6 +60,8 @@ CASES = [
         "--search-mode honest",
     ),
     ("hm-eval", "{tmp} --search-program-bonus 10", "give --search N"),
+    ("hm-eval", "{tmp} --search-considered 4", "give --search N"),
+    ("hm-eval", "{tmp} --search-mode oracle", "give --search N"),
     ("hm-eval", "{tmp} --search 8 --search-program-bonus -1", "program_bonus must be finite"),
     ("hm-eval", "{tmp} --search 8 --search-program-bonus nan", "program_bonus must be finite"),
     ("hm-eval", "{tmp} --search 8 --search-program-bonus-from-stage 3", "give --search-program"),

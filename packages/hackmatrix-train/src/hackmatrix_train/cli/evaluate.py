@@ -57,11 +57,11 @@ def search_rows(args: argparse.Namespace) -> list[dict]:
     options = search_overrides(args)
     if problem := tree_bonus_problem(args):
         raise ValueError(problem)
-    if "program_bonus" in options and not args.search:
-        raise ValueError("--search-program-bonus is the search's: give --search N")
     if "track_cryptogs" in options and (not args.search or args.search_mode == "oracle"):
         raise ValueError("--search-track-cryptogs sets the honest search's re-draws: give "
                          "--search N with --search-mode honest or both")  # fmt: skip
+    if (options or args.search_mode) and not args.search:  # as hm-watch: none is ignored
+        raise ValueError("the --search-* flags set a search: give --search N")
     modes = ("honest", "oracle") if args.search_mode == "both" else (args.search_mode,)
     rows = []
     for n in args.search:
