@@ -19,6 +19,9 @@ value's units); one row per bonus and charge.
     uv run python experiments/search_bonus.py CKPT --bonus 0 5 --seed 0
     uv run python experiments/search_bonus.py CKPT --bonus 0 15 --from-stage 1 3 --simulations 32 --determinizations 4
     uv run python experiments/search_bonus.py CKPT --bonus 0 --away-penalty 0 1 --simulations 32 --determinizations 4
+
+``--json F`` keeps the rows with their checkpoint and key; ``bonus_table.py`` tabulates such
+files.
 """
 
 from __future__ import annotations
@@ -69,8 +72,9 @@ def main() -> None:
     print(format_summaries(columns, f"{args.checkpoint or 'the shipped agent'}, seed {args.seed}"))
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"bonus": args.bonus, "from_stage": args.from_stage,
-                       "away_penalty": args.away_penalty, "summary": summary}, f, indent=1)  # fmt: skip
+            json.dump({"checkpoint": args.checkpoint, "seed": args.seed, "bonus": args.bonus,
+                       "from_stage": args.from_stage, "away_penalty": args.away_penalty,
+                       "summary": summary}, f, indent=1)  # fmt: skip
 
 
 if __name__ == "__main__":
