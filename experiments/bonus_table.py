@@ -116,6 +116,8 @@ def main() -> None:
     p.add_argument("--meta", nargs="*", default=[], metavar="KEY=TEXT",
                    help="more fields of the record (train=..., evaluate=..., box=...)")  # fmt: skip
     args = p.parse_args()
+    if bad := [item for item in args.meta if "=" not in item]:
+        p.error(f"--meta takes KEY=TEXT, got {bad[0]!r}")
     table = load_rows(args.files)
     print(f"{'run, key, row':84s} " + " ".join(f"{h:>8s}" for h in FIGURES))
     for (run, key), rows in sorted(table.items()):
