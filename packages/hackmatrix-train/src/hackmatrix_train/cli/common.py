@@ -57,6 +57,10 @@ def add_search_flags(group, skip=TRAINER_SEARCH_FLAGS, default=None) -> None:
                            help=f"{meta['help']} (default: {shown})", **field_options(f))  # fmt: skip
 
 
+# The one line of every playing command given a --search-* flag without a search to set
+SEARCH_FLAGS_NEED_SEARCH = "the --search-* flags set a search: give --search N"
+
+
 def search_overrides(args: argparse.Namespace) -> dict:
     """``SearchConfig`` fields of the search flags given (a flag left out: the default)."""
     return {

@@ -10,6 +10,7 @@ from hackmatrix_env.argparsing import Parser, fail
 
 from hackmatrix_train import compile_cache
 from hackmatrix_train.cli.common import (
+    SEARCH_FLAGS_NEED_SEARCH,
     TRAINER_SEARCH_FLAGS,
     HelpFormatter,
     add_options,
@@ -61,7 +62,7 @@ def search_rows(args: argparse.Namespace) -> list[dict]:
         raise ValueError("--search-track-cryptogs sets the honest search's re-draws: give "
                          "--search N with --search-mode honest or both")  # fmt: skip
     if (options or args.search_mode) and not args.search:  # as hm-watch: none is ignored
-        raise ValueError("the --search-* flags set a search: give --search N")
+        raise ValueError(SEARCH_FLAGS_NEED_SEARCH)
     modes = ("honest", "oracle") if args.search_mode == "both" else (args.search_mode,)
     rows = []
     for n in args.search:

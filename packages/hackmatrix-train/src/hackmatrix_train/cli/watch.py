@@ -8,6 +8,7 @@ from hackmatrix_env.argparsing import Parser, fail
 
 from hackmatrix_train import compile_cache
 from hackmatrix_train.cli.common import (
+    SEARCH_FLAGS_NEED_SEARCH,
     HelpFormatter,
     add_options,
     add_policy_options,
@@ -41,7 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
 def conflicting_flags(args: argparse.Namespace) -> str | None:
     """Why the flags given cannot be played together (one would be ignored), or ``None``."""
     if args.search is None and search_overrides(args):
-        return "the --search-* flags set a search: give --search N"
+        return SEARCH_FLAGS_NEED_SEARCH
     if problem := tree_bonus_problem(args):
         return problem
     if args.search is not None:
