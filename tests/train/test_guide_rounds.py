@@ -153,3 +153,23 @@ def test_round_config_names_each_round_after_the_run():
     assert round_config(cfg, 2, "b").init_params == "b"
     assert round_config(cfg.replace(run_suffix=None), 3, "c").run_suffix == "round3"
     validate(round_config(cfg, 2, "b"))
+
+
+def test_later_rounds_pull_with_their_own_kl_weight():
+    """``--guide-kl-later``: round 1 keeps ``--guide-kl``, every later round (whose teacher is
+    the last round's network) takes the later weight, saved in its own config and learner."""
+    cfg = GUIDED.replace(init_params="a", guide_rounds=3, guide_kl_later=3.0)
+    first, *later = (round_config(cfg, k, "b") for k in (1, 2, 3))
+    assert first.guide_kl == GUIDED.guide_kl and [c.guide_kl for c in later] == [3.0, 3.0]
+    assert all(c.guide_kl_later is None for c in (first, *later))  # a round is one run
+    assert guided.learner_of(later[0]).name.startswith("guided-ppo-start-kl3-")
+    assert guided.learner_of(first).name.startswith("guided-ppo-start-kl1-")
+    assert round_config(cfg.replace(guide_kl_later=None), 2, "b").guide_kl == GUIDED.guide_kl
+    validate(cfg)
+    validate(later[0])
+    for bad in (0.0, -1.0, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="--guide-kl-later must be > 0"):
+            validate(cfg.replace(guide_kl_later=bad))
+    parsed = hm_train.config_from_args(hm_train.build_parser().parse_args(
+        ["--guide-kl", "1", "--guide-rounds", "2", "--guide-kl-later", "3"]))[0]  # fmt: skip
+    assert parsed.guide_kl_later == 3.0

@@ -3,7 +3,8 @@
 A guided run's teacher is its start, frozen (``--guide-teacher start``): the search's targets do
 not follow the network they train. Round 1 is the run the flags describe, from
 ``--init-params``; round k + 1 is the same run from round k's final network, which is also its
-teacher, so each round's search plans with a stronger prior and value than the last. The
+teacher, so each round's search plans with a stronger prior and value than the last
+(``--guide-kl-later`` pulls the later rounds toward it with a weight of their own). The
 shipped agent's second and third rounds are ``--guide-rounds 2`` from the guided policy (its
 fourth, from the third, and its fifth, from the fourth, ``--gamma 0.997``); rounds shorter
 than the recipe's do not compound (specs/train.md §11).
@@ -24,9 +25,13 @@ from hackmatrix_train.config import TrainConfig
 
 def round_config(cfg: TrainConfig, k: int, start: str) -> TrainConfig:
     """Round ``k``'s config (1-based): one round (``guide_rounds`` 1) from ``start``, named
-    ``<run>-round<k>``."""
+    ``<run>-round<k>``, its KL weight ``guide_kl_later`` from the second round on (when set)."""
     suffix = f"{cfg.run_suffix}-round{k}" if cfg.run_suffix else f"round{k}"
-    return cfg.replace(guide_rounds=1, init_params=start, run_suffix=suffix)
+    later = k > 1 and cfg.guide_kl_later is not None
+    return cfg.replace(
+        guide_rounds=1, init_params=start, run_suffix=suffix, guide_kl_later=None,
+        guide_kl=cfg.guide_kl_later if later else cfg.guide_kl,
+    )  # fmt: skip
 
 
 def finished(run_dir: Path) -> bool:
