@@ -385,7 +385,7 @@ def test_a_recipe_refines_its_base(tmp_path):
     beside it."""
     hour, _ = config_from_args(build_parser().parse_args(["--recipe", "hour", "--seed", "4"]))
     flags = "--guide-bonus 10 --program-bonus 10 --guide-divergence reverse --guide-rounds 2"
-    flags += " --guide-envs 16"
+    flags += " --guide-envs 16 --guide-kl-later 3"
     flags += " --gamma 0.997 --away-penalty 1 --run-suffix hour --seed 4 --recipe guided"
     spelled, _ = config_from_args(build_parser().parse_args(flags.split()))
     assert hour == spelled and hour.guide_envs == 16 and hour.lr == 3e-4
