@@ -164,10 +164,9 @@ class TrainConfig:
                               GUIDE)  # fmt: skip
     guide_rounds: int = flag(1, "guided runs of this length, each from the last one's network "
                              "(its teacher too), in <run>-round<k>; rerun to continue", GUIDE)  # fmt: skip
-    guide_kl_later: float | None = flag(None, "the KL weight of rounds 2 and later "
-                                        "(--guide-rounds), whose teacher is the last round's "
-                                        "network (default: --guide-kl's)", GUIDE,
-                                        type=float)  # fmt: skip
+    guide_kl_later: float | None = flag(None, "the KL weight of rounds 2 and later, taught by "
+                                        "the last round's network (default: --guide-kl's)",
+                                        GUIDE, type=float)  # fmt: skip
     # network
     network: str = flag("grid", "mlp (flattened obs) or grid (conv over 6x6 cells)",
                         choices=NETWORKS)  # fmt: skip
@@ -409,11 +408,9 @@ def validate_guide(cfg: TrainConfig) -> None:
                          "--init-params (or --guide-teacher online)")  # fmt: skip
     if cfg.guide_rounds < 1:
         raise ValueError(f"--guide-rounds must be >= 1, got {cfg.guide_rounds}")
-    if cfg.guide_kl_later is not None and not (
-        math.isfinite(cfg.guide_kl_later) and cfg.guide_kl_later > 0
-    ):
-        raise ValueError(f"--guide-kl-later must be > 0 (a later round is guided), got "
-                         f"{cfg.guide_kl_later}")  # fmt: skip
+    later = cfg.guide_kl_later
+    if later is not None and not (math.isfinite(later) and later > 0):
+        raise ValueError(f"--guide-kl-later must be > 0 (a later round is guided), got {later}")
     if cfg.guide_rounds > 1 and not (cfg.guide_kl > 0 and cfg.guide_teacher == "start"):
         raise ValueError("--guide-rounds passes each round's network on as the next one's "
                          "teacher: it needs --guide-kl > 0 and --guide-teacher start")  # fmt: skip
