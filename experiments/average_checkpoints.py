@@ -3,9 +3,9 @@
 A probe of how much a single network's greedy figure owes to the moment it was saved: the
 same run's checkpoints a few dozen updates apart, and their average (stochastic weight
 averaging after the fact), evaluated on the same games (``long_game.md``, "One network's
-greedy figure, checkpoint by checkpoint"). Every source must hold the same network (the same
-params tree, shapes and dtypes); the first one's sidecar, with the sources listed, is the
-export's.
+greedy figure, checkpoint by checkpoint"). Every source loads against its own config, and all
+must hold the same params tree and shapes; the first one's sidecar, with the sources listed, is
+the export's.
 
     uv run python experiments/average_checkpoints.py OUT RUN/ckpt_00000330.msgpack \
         RUN/ckpt_00000650.msgpack RUN/ckpt_00000718.msgpack
