@@ -4,6 +4,7 @@ the command again keeps the finished rounds and resumes an unfinished one bit-ex
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from types import SimpleNamespace
@@ -173,3 +174,50 @@ def test_later_rounds_pull_with_their_own_kl_weight():
     parsed = hm_train.config_from_args(hm_train.build_parser().parse_args(
         ["--guide-kl", "1", "--guide-rounds", "2", "--guide-kl-later", "3"]))[0]  # fmt: skip
     assert parsed.guide_kl_later == 3.0
+
+
+def test_later_rounds_search_with_their_own_simulations():
+    """``--guide-simulations-later N``: round 1's teacher searches with the ``--search-*``
+    flags, every later round's with N simulations as a tree per 8 (one tree when 8 does not
+    divide N), the rest of the search as it was, saved in the round's own config."""
+    cfg = GUIDED.replace(init_params="a", guide_rounds=3, guide_simulations_later=32,
+                         search_simulations=16, search_determinizations=2,
+                         search_considered=28)  # fmt: skip
+    first, *later = (round_config(cfg, k, "b") for k in (1, 2, 3))
+    assert first.search == cfg.search
+    assert [(c.search.num_simulations, c.search.determinizations) for c in later] == [(32, 4)] * 2
+    assert later[0].search == dataclasses.replace(cfg.search, num_simulations=32,
+                                                  determinizations=4)  # fmt: skip
+    assert all(c.guide_simulations_later is None for c in (first, *later))  # a round is one run
+    odd = round_config(cfg.replace(guide_simulations_later=12), 2, "b").search
+    assert (odd.num_simulations, odd.determinizations) == (12, 1)
+    assert round_config(cfg.replace(guide_simulations_later=None), 2, "b").search == cfg.search
+    validate(later[0])
+    for bad in (0, -8):
+        with pytest.raises(ValueError, match="--guide-simulations-later must be an int >= 1"):
+            validate(cfg.replace(guide_simulations_later=bad))
+    parsed = hm_train.config_from_args(hm_train.build_parser().parse_args(
+        ["--guide-kl", "1", "--guide-rounds", "2", "--guide-simulations-later", "32"]))[0]  # fmt: skip
+    assert parsed.guide_simulations_later == 32
+
+
+def test_the_later_rounds_teacher_searches_as_asked(start, tmp_path, monkeypatch):
+    """Two rounds end to end with a recording stand-in for the search: round 1's teacher
+    plans with the run's search, round 2's with ``--guide-simulations-later``'s, and round 2's
+    saved config says so (it resumes and loads with the search it trained with)."""
+    seen = []
+
+    def recording_search(apply_fn, search_cfg, params, key, state):
+        seen.append((search_cfg.num_simulations, search_cfg.determinizations))
+        return teacher_search(apply_fn, search_cfg, params, key, state)
+
+    monkeypatch.setattr(search_module, "run_search", recording_search)
+    cfg = GUIDED.replace(checkpoint_dir=str(tmp_path), total_timesteps=2 * STEPS,
+                         init_params=start, guide_rounds=2, guide_simulations_later=16,
+                         search_simulations=8, search_determinizations=1)  # fmt: skip
+    result = run_rounds(cfg, frozenset({"guide_rounds"}), out=lambda s: None, env=ENV,
+                        env_params=PARAMS)  # fmt: skip
+    assert sorted(set(seen)) == [(8, 1), (16, 2)] and seen[0] == (8, 1), seen
+    second = Path(result["rounds"][1]["run_dir"])
+    saved = json.loads((second / "params.json").read_text())["config"]["search"]
+    assert (saved["num_simulations"], saved["determinizations"]) == (16, 2)

@@ -167,6 +167,9 @@ class TrainConfig:
     guide_kl_later: float | None = flag(None, "the KL weight of rounds 2 and later, taught by "
                                         "the last round's network (default: --guide-kl's)",
                                         GUIDE, type=float)  # fmt: skip
+    guide_simulations_later: int | None = flag(None, "the teacher's simulations in rounds 2 "
+                                               "and later, a tree per 8 (default: the "
+                                               "--search-* flags')", GUIDE, type=int)  # fmt: skip
     # network
     network: str = flag("grid", "mlp (flattened obs) or grid (conv over 6x6 cells)",
                         choices=NETWORKS)  # fmt: skip
@@ -411,6 +414,9 @@ def validate_guide(cfg: TrainConfig) -> None:
     later = cfg.guide_kl_later
     if later is not None and not (math.isfinite(later) and later > 0):
         raise ValueError(f"--guide-kl-later must be > 0 (a later round is guided), got {later}")
+    sims = cfg.guide_simulations_later
+    if sims is not None and not (isinstance(sims, int) and sims >= 1):
+        raise ValueError(f"--guide-simulations-later must be an int >= 1, got {sims!r}")
     if cfg.guide_rounds > 1 and not (cfg.guide_kl > 0 and cfg.guide_teacher == "start"):
         raise ValueError("--guide-rounds passes each round's network on as the next one's "
                          "teacher: it needs --guide-kl > 0 and --guide-teacher start")  # fmt: skip

@@ -4,7 +4,8 @@ A guided run's teacher is its start, frozen (``--guide-teacher start``): the sea
 not follow the network they train. Round 1 is the run the flags describe, from
 ``--init-params``; round k + 1 is the same run from round k's final network, which is also its
 teacher, so each round's search plans with a stronger prior and value than the last
-(``--guide-kl-later`` pulls the later rounds toward it with a weight of their own). The
+(``--guide-kl-later`` pulls the later rounds toward it with a weight of their own, and
+``--guide-simulations-later`` gives their teacher's search a budget of its own). The
 shipped agent's second and third rounds are ``--guide-rounds 2`` from the guided policy (its
 fourth, from the third, and its fifth, from the fourth, ``--gamma 0.997``); rounds shorter
 than the recipe's do not compound (specs/train.md §11).
@@ -18,20 +19,39 @@ kept, a round with a checkpoint resumes from it bit-exactly, the rest start in t
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from hackmatrix_train.config import TrainConfig
+from hackmatrix_train.search_config import SearchConfig, num_determinizations
 
 
 def round_config(cfg: TrainConfig, k: int, start: str) -> TrainConfig:
     """Round ``k``'s config (1-based): one round (``guide_rounds`` 1) from ``start``, named
-    ``<run>-round<k>``, its KL weight ``guide_kl_later`` from the second round on (when set)."""
+    ``<run>-round<k>``; from the second round on, its KL weight ``guide_kl_later`` and its
+    teacher's search ``later_search`` (each when set)."""
     suffix = f"{cfg.run_suffix}-round{k}" if cfg.run_suffix else f"round{k}"
-    later = k > 1 and cfg.guide_kl_later is not None
+    kl_later = k > 1 and cfg.guide_kl_later is not None
     return cfg.replace(
         guide_rounds=1, init_params=start, run_suffix=suffix, guide_kl_later=None,
-        guide_kl=cfg.guide_kl_later if later else cfg.guide_kl,
+        guide_kl=cfg.guide_kl_later if kl_later else cfg.guide_kl,
+        guide_simulations_later=None, search=later_search(cfg) if k > 1 else cfg.search,
     )  # fmt: skip
+
+
+def later_search(cfg: TrainConfig) -> SearchConfig:
+    """The teacher's search in rounds 2 and later: ``guide_simulations_later`` simulations as
+    a tree per ``SIMULATIONS_PER_DETERMINIZATION`` of them (``num_determinizations``'
+    default), the rest of ``cfg.search`` as it is; ``cfg.search`` itself when unset. A later
+    round's teacher is the last round's network, sharper than the first's, so a study may
+    give it the test-time search's budget (experiments/long_game.md)."""
+    sims = cfg.guide_simulations_later
+    if sims is None:
+        return cfg.search
+    trees = num_determinizations(
+        dataclasses.replace(cfg.search, num_simulations=sims, determinizations=None)
+    )
+    return dataclasses.replace(cfg.search, num_simulations=sims, determinizations=trees)
 
 
 def finished(run_dir: Path) -> bool:
