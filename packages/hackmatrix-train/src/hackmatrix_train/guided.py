@@ -38,8 +38,8 @@ import jax
 import jax.numpy as jnp
 
 from hackmatrix_train import ppo
-from hackmatrix_train.config import check_guide
 from hackmatrix_train.expert_iteration import masked_log_policy
+from hackmatrix_train.guide_config import check_guide
 from hackmatrix_train.update import Learner
 
 # a target's log where its mass underflowed to 0 on a legal action (reverse_kl): a large finite

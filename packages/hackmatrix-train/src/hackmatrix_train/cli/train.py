@@ -17,8 +17,8 @@ from hackmatrix_train.config import (
     MAIN,
     SEARCH,
     TrainConfig,
-    validate_guide,
 )
+from hackmatrix_train.guide_config import validate_guide
 from hackmatrix_train.search_config import PLAY_SEARCH_FLAGS
 
 # Flags of hm-train that are not TrainConfig fields (process set-up, not the experiment).
