@@ -14,10 +14,11 @@ from hackmatrix_train.config import TrainConfig
 from hackmatrix_train.network import make_network
 
 
-def write_tiny_policy(path, max_steps: int, seed: int = 1):
-    """``path/params.msgpack`` as ``save_checkpoint`` writes it: a 16-wide one-layer MLP whose
-    run kept UNDO out of its mask (the default's ``disabled_programs``)."""
-    cfg = TrainConfig(network="mlp", hidden_dim=16, num_layers=1,
+def write_tiny_policy(path, max_steps: int, seed: int = 1, network: str = "mlp"):
+    """``path/params.msgpack`` as ``save_checkpoint`` writes it: a 16-wide one-layer network
+    (an MLP unless ``network`` names another) whose run kept UNDO out of its mask (the
+    default's ``disabled_programs``)."""
+    cfg = TrainConfig(network=network, hidden_dim=16, num_layers=1,
                       max_steps_in_episode=max_steps, no_wandb=True)  # fmt: skip
     obs, _ = jax.eval_shape(HackMatrix().reset, jax.random.key(0), EnvParams())
     net = make_network(cfg.network, 28, cfg.hidden_dim, cfg.num_layers)

@@ -31,7 +31,7 @@ from hackmatrix_train.search_config import (
 AUTO_TUNE_ENVS = {"cpu": 256, "accelerator": 16384}
 TARGET_MINIBATCH = 8192  # auto-scaling keeps num_envs * num_steps / num_minibatches near this
 MIN_EPOCHS = 2  # auto-scaling never lowers update_epochs below this
-NETWORKS = ("mlp", "grid")
+NETWORKS = ("mlp", "grid", "grid-twin")
 
 # Fields that name, log or checkpoint a run and change nothing it learns: --resume may change
 # them (run.RESUME_MUTABLE), and runs that differ only in these, their names and their seeds are
@@ -170,7 +170,8 @@ class TrainConfig:
                                                "and later, a tree per 8 (default: the "
                                                "--search-* flags')", GUIDE, type=int)  # fmt: skip
     # network
-    network: str = flag("grid", "mlp (flattened obs) or grid (conv over 6x6 cells)",
+    network: str = flag("grid", "mlp (flattened obs), grid (conv over 6x6 cells) or "
+                        "grid-twin (grid's layers twice: the critic's own, none shared)",
                         choices=NETWORKS)  # fmt: skip
     hidden_dim: int = flag(256, "width of the network's hidden layers", KNOBS)
     num_layers: int = flag(2, "hidden layers of the network's trunk", KNOBS)

@@ -48,14 +48,16 @@ LOG_FLOOR = -30.0
 
 
 def guided_actor(
-    cfg, apply_fn, searched_envs: int, search=None, teacher_params=None, tree_bonus: float = 0.0
-):
+    cfg, apply_fn, searched_envs: int, search=None, teacher_params=None, tree_bonus: float = 0.0,
+    teacher_apply=None,
+):  # fmt: skip
     """``act(params, obs, env_state, key) -> (action, log_prob, value, (target, weight))``:
     PPO's sampled move (``ppo.sample_actor``), and the search's improved policy on the first
     ``searched_envs`` games of the device's share (``target`` f32[N, A], 0 on the rest;
     ``weight`` f32[N], 1 on the searched rows). ``search`` is ``run_search``-shaped (None:
     ``search.run_search``). The search's prior and value are ``teacher_params`` (a frozen
-    network, e.g. the start's), or with None the network being trained. ``tree_bonus``: a
+    network, e.g. the start's, computed by ``teacher_apply``, None: ``apply_fn``), or with
+    None the network being trained. ``tree_bonus``: a
     reward per program acquired in the tree (``--guide-bonus``): a value trained with the
     program bonus counts the programs still to come, so a tree on the canonical reward alone
     sees each program it acquires as that bonus lost."""
@@ -73,7 +75,7 @@ def guided_actor(
         rows = min(searched_envs, num_envs)
         part = jax.tree.map(lambda x: x[:rows], env_state)
         teacher = params if teacher_params is None else teacher_params
-        out = search(apply_fn, search_cfg, teacher, k_search, part)
+        out = search(teacher_apply or apply_fn, search_cfg, teacher, k_search, part)
         target = jnp.zeros((num_envs, num_actions), jnp.float32).at[:rows].set(out.policy_target)
         weight = (jnp.arange(num_envs) < rows).astype(jnp.float32)
         return action, log_prob, value, (target, weight)
@@ -141,6 +143,20 @@ def start_params(cfg, env=None, env_params=None):
     return load_policy(cfg.init_params, env=env, env_params=env_params).params
 
 
+def start_apply(cfg, env=None, env_params=None):
+    """The apply of the network of the run's ``--init-params`` where it is not the run's own
+    (a ``grid`` start of a ``grid-twin`` run), else None: the teacher searches with its own
+    network, not a copy of it grown to the student's."""
+    from hackmatrix_train import checkpoint as ckpt
+    from hackmatrix_train.config import TrainConfig
+    from hackmatrix_train.policy import load_policy
+
+    _, meta = ckpt.load_params(cfg.init_params)
+    if TrainConfig.from_dict(meta["config"]).network == cfg.network:
+        return None
+    return load_policy(cfg.init_params, env=env, env_params=env_params).apply_fn
+
+
 def learner(
     kl_coef: float,
     searched_envs: int,
@@ -168,6 +184,7 @@ def learner(
             searched_envs=searched_envs,
             teacher_params=teacher_params,
             tree_bonus=tree_bonus,
+            teacher_apply=start_apply(cfg, env, env_params) if teacher == "start" else None,
         )
         loss = loss or functools.partial(guided_loss, kl_coef=kl_coef, divergence=divergence)
         return ppo.make_update(cfg, apply_fn, env, env_params, axis_name, actor=actor, loss=loss)

@@ -10,6 +10,10 @@ applies the mask, so the mask stored with each transition is re-applied in the l
 * ``GridEncoder``: respects the 6x6 board. A per-cell embedding of the 42 channels plus a
   player-position plane, one 3x3 convolution, then a trunk joined with the player and program
   vectors and separate actor/critic layers. Requires ``grid`` f32[..., 6, 6, C].
+* ``TwinGrid`` (``grid-twin``): two ``GridEncoder`` towers, the actor's logits from one and the
+  critic's value from the other, so the value's gradient no longer reaches the policy's cell
+  embedding, convolution and trunk (in ``GridEncoder`` it is about 4x the policy's there,
+  specs/train.md §5). ``twin_params`` grows it from a ``GridEncoder``'s params exactly.
 """
 
 from __future__ import annotations
@@ -146,10 +150,54 @@ class GridEncoder(nn.Module):
         return logits, value
 
 
+class TwinGrid(nn.Module):
+    """An actor ``GridEncoder`` and a critic ``GridEncoder`` that share no weights.
+
+    The actor's value head and the critic's logits head are computed and dropped (XLA removes
+    them; their params get no gradient), so each tower has ``GridEncoder``'s params and a
+    shared network's params copied into both (``twin_params``) compute the same function.
+    """
+
+    num_actions: int
+    hidden_dim: int = 256
+    num_layers: int = 2
+
+    @nn.compact
+    def __call__(self, obs):
+        logits, _ = GridEncoder(self.num_actions, self.hidden_dim, self.num_layers, name="actor")(
+            obs
+        )
+        _, value = GridEncoder(self.num_actions, self.hidden_dim, self.num_layers, name="critic")(
+            obs
+        )
+        return logits, value
+
+
+def twin_params(params):
+    """A ``GridEncoder``'s params as ``TwinGrid``'s: the same weights in both towers, so the
+    twin starts as the shared network's exact function (a warm start from a ``grid`` run)."""
+    inner = params["params"]
+    return {**params, "params": {"actor": inner, "critic": inner}}
+
+
 def make_network(name: str, num_actions: int, hidden_dim: int, num_layers: int) -> nn.Module:
     """The network selected by ``--network``."""
     if name == "mlp":
         return MLP(num_actions, hidden_dim, num_layers)
     if name == "grid":
         return GridEncoder(num_actions, hidden_dim, num_layers)
-    raise ValueError(f"unknown network {name!r}; choose 'mlp' or 'grid'")
+    if name == "grid-twin":
+        return TwinGrid(num_actions, hidden_dim, num_layers)
+    raise ValueError(f"unknown network {name!r}; choose 'mlp', 'grid' or 'grid-twin'")
+
+
+def adapt_params(params, source: str, target: str):
+    """Params of a ``source`` network for a ``target`` one: unchanged where the two are the
+    same, grown into both towers from ``grid`` to ``grid-twin`` (``twin_params``); a
+    ``ValueError`` for any other pair (no other carries its function over)."""
+    if source == target:
+        return params
+    if (source, target) == ("grid", "grid-twin"):
+        return twin_params(params)
+    raise ValueError(f"a {source!r} network's params cannot start a {target!r} network "
+                     "(only grid -> grid-twin grows exactly)")  # fmt: skip

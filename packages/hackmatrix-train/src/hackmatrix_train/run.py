@@ -127,15 +127,31 @@ def new_run(cfg: TrainConfig, explicit, devices) -> RunPlace:
 def warm_start(trainer, runner, path: str):
     """``runner`` with the params of checkpoint ``path`` and an optimizer state fresh for them.
 
-    A missing, corrupt or mismatched checkpoint (other network, sizes) is a ``ValueError``.
+    A ``grid`` checkpoint starts a ``grid-twin`` run in both towers (``network.adapt_params``:
+    the same function). A missing, corrupt or mismatched checkpoint (another network, sizes) is
+    a ``ValueError``.
     """
     from hackmatrix_train import checkpoint as ckpt
+    from hackmatrix_train.network import adapt_params
 
     try:
-        params, _ = ckpt.load_params(path, trainer.abstract_runner().params)
+        flat, meta = ckpt.load_params(path)
+        source = TrainConfig.from_dict(meta["config"]).network if "config" in meta else None
+        target = trainer.cfg.network
+        if source is None or source == target:
+            params = ckpt.unflatten_state(flat, trainer.abstract_runner().params, str(path))
+        else:
+            params = adapt_params(start_network_params(path, trainer), source, target)
     except (ckpt.CheckpointError, OSError, ValueError, KeyError) as e:
         raise ValueError(f"cannot load --init-params: {e}") from None
     return trainer.with_params(runner, params)
+
+
+def start_network_params(path, trainer):
+    """The params of checkpoint ``path`` in its own network's layout, for ``trainer``'s env."""
+    from hackmatrix_train.policy import load_policy
+
+    return load_policy(path, env=trainer.env, env_params=trainer.env_params).params
 
 
 def run(
