@@ -93,11 +93,13 @@ def bench_one(
 
 
 def main(argv=None) -> int:
+    from hackmatrix_train.config import NETWORKS
+
     p = argparse.ArgumentParser(prog="hm-bench train", description=__doc__)
     p.add_argument("--num-envs", type=int, nargs="+", default=[256, 1024])
     p.add_argument("--num-steps", type=int, default=32)
     p.add_argument("--updates", type=int, default=5, help="timed updates per setting")
-    p.add_argument("--network", nargs="+", default=["grid"], choices=["mlp", "grid"])
+    p.add_argument("--network", nargs="+", default=["grid"], choices=list(NETWORKS))
     p.add_argument(
         "--hidden-dim", type=int, nargs="+", default=[256], help="network width(s) (default 256)"
     )
