@@ -13,7 +13,7 @@ applies the mask, so the mask stored with each transition is re-applied in the l
 * ``TwinGrid`` (``grid-twin``): two ``GridEncoder`` towers, the actor's logits from one and the
   critic's value from the other, so the value's gradient no longer reaches the policy's cell
   embedding, convolution and trunk (in ``GridEncoder`` it is about 4x the policy's there,
-  specs/train.md §5). ``twin_params`` grows it from a ``GridEncoder``'s params exactly.
+  specs/train.md §10). ``twin_params`` grows it from a ``GridEncoder``'s params exactly.
 """
 
 from __future__ import annotations
@@ -164,12 +164,9 @@ class TwinGrid(nn.Module):
 
     @nn.compact
     def __call__(self, obs):
-        logits, _ = GridEncoder(self.num_actions, self.hidden_dim, self.num_layers, name="actor")(
-            obs
-        )
-        _, value = GridEncoder(self.num_actions, self.hidden_dim, self.num_layers, name="critic")(
-            obs
-        )
+        size = (self.num_actions, self.hidden_dim, self.num_layers)
+        logits, _ = GridEncoder(*size, name="actor")(obs)
+        _, value = GridEncoder(*size, name="critic")(obs)
         return logits, value
 
 
