@@ -133,6 +133,7 @@ def warm_start(trainer, runner, path: str):
     """
     from hackmatrix_train import checkpoint as ckpt
     from hackmatrix_train.network import adapt_params
+    from hackmatrix_train.policy import load_policy
 
     try:
         flat, meta = ckpt.load_params(path)
@@ -140,18 +141,12 @@ def warm_start(trainer, runner, path: str):
         target = trainer.cfg.network
         if source is None or source == target:
             params = ckpt.unflatten_state(flat, trainer.abstract_runner().params, str(path))
-        else:
-            params = adapt_params(start_network_params(path, trainer), source, target)
+        else:  # the start in its own network's layout, then grown
+            start = load_policy(path, env=trainer.env, env_params=trainer.env_params)
+            params = adapt_params(start.params, source, target)
     except (ckpt.CheckpointError, OSError, ValueError, KeyError) as e:
         raise ValueError(f"cannot load --init-params: {e}") from None
     return trainer.with_params(runner, params)
-
-
-def start_network_params(path, trainer):
-    """The params of checkpoint ``path`` in its own network's layout, for ``trainer``'s env."""
-    from hackmatrix_train.policy import load_policy
-
-    return load_policy(path, env=trainer.env, env_params=trainer.env_params).params
 
 
 def run(
