@@ -54,8 +54,8 @@ def test_the_twins_value_moves_no_weight_of_the_policy():
     obs = fake_obs(8, 3)
     net = TwinGrid(A, 32, 2)
 
-    def norms(tree):
-        return {k: float(optax_norm(v)) for k, v in tree["params"].items()}
+    def norms(tree):  # each tower's gradient norm
+        return {k: float(_norm(v)) for k, v in tree["params"].items()}
 
     g_value = jax.grad(lambda p: net.apply(p, obs)[1].sum())(params)
     g_logits = jax.grad(lambda p: net.apply(p, obs)[0].sum())(params)
@@ -67,7 +67,8 @@ def test_the_twins_value_moves_no_weight_of_the_policy():
     assert float(jnp.abs(trunk).max()) > 0.0
 
 
-def optax_norm(tree):
+def _norm(tree):
+    """The global L2 norm of a tree's leaves."""
     return jnp.sqrt(sum(jnp.sum(x * x) for x in jax.tree.leaves(tree)))
 
 

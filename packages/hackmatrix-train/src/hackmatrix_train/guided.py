@@ -57,10 +57,10 @@ def guided_actor(
     ``weight`` f32[N], 1 on the searched rows). ``search`` is ``run_search``-shaped (None:
     ``search.run_search``). The search's prior and value are ``teacher_params`` (a frozen
     network, e.g. the start's, computed by ``teacher_apply``, None: ``apply_fn``), or with
-    None the network being trained. ``tree_bonus``: a
-    reward per program acquired in the tree (``--guide-bonus``): a value trained with the
-    program bonus counts the programs still to come, so a tree on the canonical reward alone
-    sees each program it acquires as that bonus lost."""
+    None the network being trained. ``tree_bonus``: a reward per program acquired in the tree
+    (``--guide-bonus``): a value trained with the program bonus counts the programs still to
+    come, so a tree on the canonical reward alone sees each program it acquires as that bonus
+    lost."""
     from hackmatrix_train.search import run_search, search_config_from_train
 
     search = search or run_search
