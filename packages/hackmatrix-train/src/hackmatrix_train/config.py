@@ -120,8 +120,15 @@ class TrainConfig:
     # unlike the potential, the bonus is kept when the episode ends: it pays for ending with
     # programs
     program_bonus: float = flag(5.0, "intrinsic reward inside the loss: this x each program "
-                                "acquired, kept at death (0: off); returns and evaluations stay "
-                                "the game's reward", KNOBS)  # fmt: skip
+                                "acquired, kept at death unless told (0: off); returns and "
+                                "evaluations stay the game's reward", KNOBS)  # fmt: skip
+    # kept, a siphon that fetches a program pays the bonus at once, whatever its spawns do after:
+    # the stage-1 death costs the game's reward nothing (interface §4.4), so the bonus can buy
+    # the early deaths; given back, it pays only the games that live (specs/train.md §5)
+    program_bonus_kept_at_death: bool = flag(True, "a game that dies keeps its program bonus; "
+                                             "--no-program-bonus-kept-at-death gives it back "
+                                             "at the death, in the loss and the run's trees",
+                                             KNOBS, **TOGGLE)  # fmt: skip
     # a bonus that keeps programs in play early can hand the policy back to the game's reward
     program_bonus_end: float | None = flag(None, "move the program bonus linearly from "
                                            "--program-bonus to this over the run (default: "
@@ -371,6 +378,8 @@ def validate(cfg: TrainConfig, num_devices: int = 1) -> None:
             raise ValueError(f"--program-bonus-end must be >= 0, got {cfg.program_bonus_end}")
         if cfg.program_bonus == 0 and cfg.program_bonus_end == 0:
             raise ValueError("--program-bonus-end changes nothing without --program-bonus")
+    if not cfg.program_bonus_kept_at_death and not has_program_bonus(cfg):
+        raise ValueError("--no-program-bonus-kept-at-death changes nothing without --program-bonus")
     if cfg.program_terms_skip_undo and not has_program_term(cfg):
         raise ValueError(
             "--program-terms-skip-undo changes nothing without --program-bonus or "

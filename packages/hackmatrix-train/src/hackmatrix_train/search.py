@@ -155,6 +155,11 @@ def make_recurrent_fn(apply_fn, cfg: SearchConfig):
                     node.state.game.stage >= cfg.program_bonus_from_stage, gained, 0.0
                 )
             reward = reward + cfg.program_bonus * gained
+            if not cfg.program_bonus_kept_at_death:  # a death gives back what the game earned
+                died = terminated & (stepped.game.player.hp == 0)
+                reward = reward - cfg.program_bonus * jnp.where(
+                    died, programs_counted(stepped, skip), 0.0
+                )
         if cfg.away_penalty:  # so did the trainer's charge for walking away from the exit
             reward = reward + away_penalty(cfg.away_penalty)(node.state, stepped)
         truncated = stepped.time >= cfg.max_steps_in_episode
@@ -365,6 +370,7 @@ def search_config_from_train(train_cfg, **overrides) -> SearchConfig:
 
     units = dict(
         program_bonus_skips_undo=bool(train_cfg.program_terms_skip_undo),
+        program_bonus_kept_at_death=bool(train_cfg.program_bonus_kept_at_death),
         away_penalty=float(train_cfg.away_penalty),
         gamma=float(train_cfg.gamma),
         reward_scale=float(train_cfg.reward_scale),

@@ -42,6 +42,7 @@ PLAY_SEARCH_FLAGS = {
 SEARCH_FROM_RUN = frozenset({
     "gamma", "reward_scale", "max_steps_in_episode", "disabled", "program_bonus",
     "program_bonus_skips_undo", "program_bonus_from_stage", "target_q", "away_penalty",
+    "program_bonus_kept_at_death",
 })  # fmt: skip
 
 
@@ -106,6 +107,9 @@ class SearchConfig:
                                 "rewards, not to the game's", "0, the canonical reward",
                                 metavar="B")  # fmt: skip
     program_bonus_skips_undo: bool = True  # the trainer's --program-terms-skip-undo
+    # the trainer's --program-bonus-kept-at-death: False, a death in the tree gives back the
+    # bonus of every program the game holds, as the value learned it
+    program_bonus_kept_at_death: bool = True
     # the first stage whose acquisitions the tree's bonus counts (1: every stage), to keep the
     # tree canonical where early siphons' spawns end games (specs/search.md §2)
     program_bonus_from_stage: int = flag(1, "the first stage whose programs acquired the "
@@ -167,6 +171,9 @@ def check_search_config(cfg: SearchConfig) -> None:
                          f"{cfg.program_bonus_from_stage!r}")  # fmt: skip
     if not (math.isfinite(cfg.away_penalty) and cfg.away_penalty >= 0):
         raise ValueError(f"away_penalty must be finite and >= 0, got {cfg.away_penalty!r}")
+    if not cfg.program_bonus_kept_at_death and cfg.program_bonus_from_stage > 1:
+        # what the tree paid before that stage is not in the state: nothing to give back by
+        raise ValueError("program_bonus_from_stage > 1 needs program_bonus_kept_at_death")
     if not cfg.reward_scale > 0:
         raise ValueError(f"reward_scale must be > 0, got {cfg.reward_scale!r}")
     if cfg.max_steps_in_episode < 1:

@@ -35,6 +35,7 @@ from hackmatrix_train.config import has_program_bonus
 
 STAGE_COMPONENT = REWARD_COMPONENTS.index("stage_completion")
 VICTORY_COMPONENT = REWARD_COMPONENTS.index("victory")
+PLAYER_HP = 2  # the observation's player[2] is hp / 3 (interface §3.2)
 # The action groups of the logged shares: the 4 directions, the siphon, the 23 programs.
 MOVE_ACTIONS = slice(0, NUM_DIRECTIONS)
 PROGRAM_ACTIONS = slice(FIRST_PROGRAM, NUM_ACTIONS)
@@ -196,7 +197,15 @@ def away_penalty(coef: float):
     return lambda state, next_state: -rate * exit_distance_gained(state, next_state)
 
 
-def shaping_term(potential, gamma: float, obs, final_obs, terminated, bonus=None) -> jax.Array:
+def died_of(final_obs, terminated) -> jax.Array:
+    """bool[N]: the episodes that ended by the player's death on this step (hp 0 in the stepped
+    state's observation: ``player[PLAYER_HP]`` is hp / 3, interface §3.2); a win is not one."""
+    return terminated & (final_obs.player[..., PLAYER_HP] <= 0)
+
+
+def shaping_term(
+    potential, gamma: float, obs, final_obs, terminated, bonus=None, died=None
+) -> jax.Array:
     """The trainer's terms for one transition: potential-based shaping plus a kept bonus.
 
     ``gamma * phi(s') - phi(s)`` for ``potential`` (0 when None): ``s'`` is the stepped state's
@@ -209,21 +218,25 @@ def shaping_term(potential, gamma: float, obs, final_obs, terminated, bonus=None
     episode's terms sum to ``bonus(s_T) - bonus(s_0)``, what the episode ends with, so it does
     move the optimum (an intrinsic reward for ending with programs). Under discounting a cycle
     that gives a program back (UNDO) and takes it again nets ``C (1 - gamma)`` per cycle.
+    Where ``died`` (bool[N], None: never), ``bonus(s')`` counts 0: a game that dies gives back
+    what it earned, and its episode's terms sum to ``-bonus(s_0)``.
     """
     out = jnp.zeros(terminated.shape, jnp.float32)
     if potential is not None:
         phi_next = jnp.where(terminated, 0.0, potential(final_obs))
         out = out + jnp.float32(gamma) * phi_next - potential(obs)
     if bonus is not None:
-        out = out + bonus(final_obs) - bonus(obs)
+        kept = bonus(final_obs) if died is None else jnp.where(died, 0.0, bonus(final_obs))
+        out = out + kept - bonus(obs)
     return out
 
 
 def make_shaping(cfg):
     """``bonus_coef -> shaping(obs, final_obs, terminated, state, next_state, done) -> f32[N]``:
     the config's terms (``--program-potential``, ``--program-bonus`` at this update's
-    coefficient, and ``--away-penalty``, 0 where the episode ended: ``next_state`` is then
-    the next episode's start)."""
+    coefficient, given back at a death under ``--no-program-bonus-kept-at-death``, and
+    ``--away-penalty``, 0 where the episode ended: ``next_state`` is then the next episode's
+    start)."""
     skip_undo = cfg.program_terms_skip_undo
     potential = program_potential(cfg.program_potential, skip_undo)
     # the same count, kept at the end; its coefficient follows the bonus schedule
@@ -235,8 +248,9 @@ def make_shaping(cfg):
             return bonus_coef * counted(obs)
 
         def shaping(obs, final_obs, terminated, state, next_state, done):
+            died = None if cfg.program_bonus_kept_at_death else died_of(final_obs, terminated)
             out = shaping_term(potential, cfg.gamma, obs, final_obs, terminated,
-                               None if counted is None else bonus)  # fmt: skip
+                               None if counted is None else bonus, died)  # fmt: skip
             if away is not None:
                 out = out + jnp.where(done, 0.0, away(state, next_state))
             return out

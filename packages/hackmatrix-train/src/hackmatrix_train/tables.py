@@ -93,6 +93,8 @@ def column_name(summary: dict) -> str:
         name += f", tree bonus {search['program_bonus']:g}"
         if search.get("program_bonus_from_stage", 1) > 1:
             name += f" from stage {search['program_bonus_from_stage']}"
+        if not search.get("program_bonus_kept_at_death", True):
+            name += " given back at death"
     if search.get("away_penalty"):
         name += f", away penalty {search['away_penalty']:g}"
     return name
