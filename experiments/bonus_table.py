@@ -31,7 +31,7 @@ RECORD_KEYS = (
 
 
 def row_name(search: dict | None) -> str:
-    """``greedy``, or ``search_32_honest_4x8[_tree_bonus_B[_from_stage_S]]`` from a row's
+    """``greedy``, or ``search_32_honest_4x8[_tree_bonus_B[_from_stage_S][_given_back]]`` from a row's
     search settings (simulations, mode, trees x simulations per tree, the tree's bonus)."""
     if search is None:
         return "greedy"
@@ -41,6 +41,8 @@ def row_name(search: dict | None) -> str:
     first = search.get("program_bonus_from_stage") or 1  # older records: None
     if bonus:
         name += f"_tree_bonus_{bonus:g}" + (f"_from_stage_{first}" if first > 1 else "")
+        if not search.get("program_bonus_kept_at_death", True):
+            name += "_given_back"
     return name
 
 

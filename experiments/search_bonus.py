@@ -20,6 +20,9 @@ value's units); one row per bonus and charge.
     uv run python experiments/search_bonus.py CKPT --bonus 0 15 --from-stage 1 3 --simulations 32 --determinizations 4
     uv run python experiments/search_bonus.py CKPT --bonus 0 --away-penalty 0 1 --simulations 32 --determinizations 4
 
+``--at-death kept given-back`` plays each bonus row with the bonus kept where the player dies
+and given back there (``hm-train --no-program-bonus-kept-at-death``; default: the run's).
+
 ``--json F`` keeps the rows with their checkpoint and key; ``bonus_table.py`` tabulates such
 files.
 """
@@ -41,6 +44,9 @@ def main() -> None:
     p.add_argument("--away-penalty", type=float, nargs="+", default=None,
                    help="the tree's charge for walking away from the exit, one search row each "
                    "(default: the run's)")  # fmt: skip
+    p.add_argument("--at-death", choices=("kept", "given-back"), nargs="+", default=None,
+                   help="the tree's bonus kept or given back where the player dies, one row "
+                   "each (bonus rows only; default: the run's)")  # fmt: skip
     p.add_argument("--episodes", type=int, default=256)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--simulations", type=int, default=8)
@@ -48,11 +54,14 @@ def main() -> None:
     p.add_argument("--json", default=None)
     args = p.parse_args()
     away = args.away_penalty or [None]
+    kept = [None] if args.at_death is None else [k == "kept" for k in args.at_death]
     row = {"num_simulations": args.simulations, "determinizations": args.determinizations,
            "max_num_considered_actions": 2}  # fmt: skip
     rows = [{**row, "program_bonus": b, "program_bonus_from_stage": s,
-             **({} if a is None else {"away_penalty": a})}
-            for b in args.bonus for s in (args.from_stage if b else [1]) for a in away]  # fmt: skip
+             **({} if a is None else {"away_penalty": a}),
+             **({} if k is None else {"program_bonus_kept_at_death": k})}
+            for b in args.bonus for s in (args.from_stage if b else [1]) for a in away
+            for k in (kept if b else [None])]  # fmt: skip
     from hackmatrix_train.search_config import SearchConfig  # no JAX: its checks come first
 
     try:
@@ -74,6 +83,7 @@ def main() -> None:
         with open(args.json, "w") as f:
             json.dump({"checkpoint": args.checkpoint, "seed": args.seed, "bonus": args.bonus,
                        "from_stage": args.from_stage, "away_penalty": args.away_penalty,
+                       "at_death": args.at_death,
                        "summary": summary}, f, indent=1)  # fmt: skip
 
 
