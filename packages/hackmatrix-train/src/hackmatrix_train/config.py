@@ -120,7 +120,7 @@ class TrainConfig:
     # unlike the potential, the bonus is kept when the episode ends: it pays for ending with
     # programs
     program_bonus: float = flag(5.0, "intrinsic reward inside the loss: this x each program "
-                                "acquired, kept at death unless told (0: off); returns and "
+                                "acquired (0: off; kept at death by default); returns and "
                                 "evaluations stay the game's reward", KNOBS)  # fmt: skip
     # kept, a siphon that fetches a program pays the bonus at once, whatever its spawns do after:
     # the stage-1 death costs the game's reward nothing (interface §4.4), so the bonus can buy
