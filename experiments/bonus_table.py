@@ -31,8 +31,9 @@ RECORD_KEYS = (
 
 
 def row_name(search: dict | None) -> str:
-    """``greedy``, or ``search_32_honest_4x8[_tree_bonus_B[_from_stage_S][_given_back]]`` from a row's
-    search settings (simulations, mode, trees x simulations per tree, the tree's bonus)."""
+    """``greedy``, or ``search_32_honest_4x8[_tree_bonus_B[_from_stage_S][_given_back]]`` from
+    a row's search settings (simulations, mode, trees x simulations per tree, the tree's bonus,
+    given back at death)."""
     if search is None:
         return "greedy"
     sims, trees = search["num_simulations"], search.get("determinizations", 1)
