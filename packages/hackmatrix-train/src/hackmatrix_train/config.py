@@ -31,7 +31,7 @@ from hackmatrix_train.search_config import (
 AUTO_TUNE_ENVS = {"cpu": 256, "accelerator": 16384}
 TARGET_MINIBATCH = 8192  # auto-scaling keeps num_envs * num_steps / num_minibatches near this
 MIN_EPOCHS = 2  # auto-scaling never lowers update_epochs below this
-NETWORKS = ("mlp", "grid", "grid-twin")
+NETWORKS = ("mlp", "grid", "grid-twin", "grid-hl")
 
 # Fields that name, log or checkpoint a run and change nothing it learns: --resume may change
 # them (run.RESUME_MUTABLE), and runs that differ only in these, their names and their seeds are
@@ -177,9 +177,10 @@ class TrainConfig:
                                                "and later, a tree per 8 (default: the "
                                                "--search-* flags')", GUIDE, type=int)  # fmt: skip
     # network
-    network: str = flag("grid", "mlp (flattened obs), grid (conv over 6x6 cells) or "
-                        "grid-twin (grid's layers twice: the critic's own, none shared)",
-                        choices=NETWORKS)  # fmt: skip
+    network: str = flag("grid", "mlp (flattened obs), grid (conv over 6x6 cells), "
+                        "grid-twin (grid's layers twice: the critic's own, none shared) or "
+                        "grid-hl (grid, its value a histogram over returns fitted by "
+                        "cross-entropy: HL-Gauss)", choices=NETWORKS)  # fmt: skip
     hidden_dim: int = flag(256, "width of the network's hidden layers", KNOBS)
     num_layers: int = flag(2, "hidden layers of the network's trunk", KNOBS)
     # env
@@ -343,6 +344,12 @@ def validate(cfg: TrainConfig, num_devices: int = 1) -> None:
         raise ValueError(
             f"--vf-clip-eps must be >= 0 (0: no value clipping), got {cfg.vf_clip_eps}"
         )
+    if cfg.network == "grid-hl" and cfg.vf_clip_eps is not None:
+        raise ValueError("--vf-clip-eps clips a scalar value's squared error: grid-hl's "
+                         "histogram is fitted by cross-entropy, never clipped")  # fmt: skip
+    if cfg.network == "grid-hl" and cfg.reward_scale != 1.0:
+        raise ValueError("grid-hl's histogram spans returns in the canonical reward's units: "
+                         "it takes --reward-scale 1 only")  # fmt: skip
     for name in ("explore_floor", "explore_floor_end"):
         value = getattr(cfg, name)
         if value is not None and not 0.0 <= value < 1.0:

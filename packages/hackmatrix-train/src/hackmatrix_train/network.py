@@ -14,6 +14,9 @@ applies the mask, so the mask stored with each transition is re-applied in the l
   critic's value from the other, so the value's gradient no longer reaches the policy's cell
   embedding, convolution and trunk (in ``GridEncoder`` it is about 4x the policy's there,
   specs/train.md §10). ``twin_params`` grows it from a ``GridEncoder``'s params exactly.
+* ``grid-hl``: ``GridEncoder`` whose critic ends in a histogram over returns fitted by
+  cross-entropy (``value_head.py``, HL-Gauss); its value is the histogram's mean.
+  ``hl_params`` lifts a ``GridEncoder``'s scalar head into it exactly.
 """
 
 from __future__ import annotations
@@ -24,6 +27,13 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from hackmatrix_train.value_head import (
+    RETURN_HISTOGRAM,
+    ValueHistogram,
+    histogram_mean,
+    lift_scalar_head,
+)
 
 if TYPE_CHECKING:
     import distrax
@@ -132,9 +142,12 @@ class GridEncoder(nn.Module):
     hidden_dim: int = 256
     num_layers: int = 2
     cell_dim: int = 16
+    value_histogram: ValueHistogram | None = None  # None: a scalar value head
 
     @nn.compact
-    def __call__(self, obs):
+    def __call__(self, obs, value_logits: bool = False):
+        """``(logits, value)``; with ``value_logits`` (a histogram head only) also the
+        histogram's logits f32[..., bins], which its loss reads."""
         x, batch, player = cells_with_player(obs)
         x = nn.relu(_dense(self.cell_dim, np.sqrt(2))(x))
         x = nn.relu(_dense(self.cell_dim, np.sqrt(2))(neighbourhood_3x3(x)))
@@ -146,8 +159,28 @@ class GridEncoder(nn.Module):
             a = nn.relu(_dense(self.hidden_dim, np.sqrt(2))(a))
             c = nn.relu(_dense(self.hidden_dim, np.sqrt(2))(c))
         logits = _dense(self.num_actions, 0.01)(a)
-        value = _dense(1, 1.0)(c)[..., 0]
-        return logits, value
+        if self.value_histogram is None:
+            if value_logits:
+                raise ValueError("a scalar value head has no value logits")
+            return logits, _dense(1, 1.0)(c)[..., 0]
+        v_logits = histogram_head(self.value_histogram)(c)
+        value = histogram_mean(self.value_histogram, v_logits)
+        return (logits, value, v_logits) if value_logits else (logits, value)
+
+
+def histogram_head(hist: ValueHistogram) -> nn.Dense:
+    """The histogram value head, initialised as a fresh scalar head (``_dense(1, 1.0)``)
+    lifted onto the bins (``lift_scalar_head``): a Normal around the scalar's value."""
+
+    def kernel_init(key, shape, dtype=jnp.float32):
+        scalar = nn.initializers.orthogonal(1.0)(key, (shape[0], 1), dtype)
+        return lift_scalar_head(hist, scalar, jnp.zeros(1))[0].astype(dtype)
+
+    def bias_init(key, shape, dtype=jnp.float32):
+        del key, shape
+        return lift_scalar_head(hist, jnp.zeros((1, 1)), jnp.zeros(1))[1].astype(dtype)
+
+    return nn.Dense(hist.bins, kernel_init=kernel_init, bias_init=bias_init)
 
 
 class TwinGrid(nn.Module):
@@ -177,6 +210,22 @@ def twin_params(params):
     return {**params, "params": {"actor": inner, "critic": inner}}
 
 
+def hl_params(params):
+    """A ``GridEncoder``'s params as ``grid-hl``'s: the scalar value head (the last dense
+    layer, kernel [H, 1]) lifted onto ``RETURN_HISTOGRAM``'s bins, every other weight kept, so
+    the network starts as the scalar network's function (its value to within 1e-4 of a bin)."""
+    inner = dict(params["params"])
+    head = f"Dense_{max(int(k.split('_')[1]) for k in inner if k.startswith('Dense_'))}"
+    kernel, bias = lift_scalar_head(RETURN_HISTOGRAM, inner[head]["kernel"], inner[head]["bias"])
+    inner[head] = {"kernel": kernel, "bias": bias}
+    return {**params, "params": inner}
+
+
+def value_histogram_of(name: str) -> ValueHistogram | None:
+    """The value histogram of the network ``--network name`` (None: a scalar value)."""
+    return RETURN_HISTOGRAM if name == "grid-hl" else None
+
+
 def make_network(name: str, num_actions: int, hidden_dim: int, num_layers: int) -> nn.Module:
     """The network selected by ``--network``."""
     if name == "mlp":
@@ -185,16 +234,21 @@ def make_network(name: str, num_actions: int, hidden_dim: int, num_layers: int) 
         return GridEncoder(num_actions, hidden_dim, num_layers)
     if name == "grid-twin":
         return TwinGrid(num_actions, hidden_dim, num_layers)
-    raise ValueError(f"unknown network {name!r}; choose 'mlp', 'grid' or 'grid-twin'")
+    if name == "grid-hl":
+        return GridEncoder(num_actions, hidden_dim, num_layers, value_histogram=RETURN_HISTOGRAM)
+    raise ValueError(f"unknown network {name!r}; choose 'mlp', 'grid', 'grid-twin' or 'grid-hl'")
 
 
 def adapt_params(params, source: str, target: str):
     """Params of a ``source`` network for a ``target`` one: unchanged where the two are the
-    same, grown into both towers from ``grid`` to ``grid-twin`` (``twin_params``); a
+    same, grown into both towers from ``grid`` to ``grid-twin`` (``twin_params``), the value
+    head lifted from ``grid`` to ``grid-hl`` (``hl_params``); a
     ``ValueError`` for any other pair (no other carries its function over)."""
     if source == target:
         return params
     if (source, target) == ("grid", "grid-twin"):
         return twin_params(params)
+    if (source, target) == ("grid", "grid-hl"):
+        return hl_params(params)
     raise ValueError(f"a {source!r} network's params cannot start a {target!r} network "
-                     "(only grid -> grid-twin grows exactly)")  # fmt: skip
+                     "(only grid -> grid-twin and grid -> grid-hl grow exactly)")  # fmt: skip

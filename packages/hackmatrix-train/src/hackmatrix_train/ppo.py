@@ -12,7 +12,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from hackmatrix_train.network import masked_categorical
+from hackmatrix_train.network import masked_categorical, value_histogram_of
 from hackmatrix_train.rollout import Transition, collect_rollout
 from hackmatrix_train.schedules import (
     Schedule,
@@ -34,6 +34,7 @@ from hackmatrix_train.update import (
     reduce_devices,
     run_epochs,
 )
+from hackmatrix_train.value_head import histogram_loss
 
 
 def sample_actor(cfg, apply_fn):
@@ -130,15 +131,22 @@ def value_loss(value, old_value, targets, vf_clip_eps: float) -> jax.Array:
 def ppo_loss(
     params, apply_fn, batch: Transition, adv, targets, clip_eps, vf_coef, ent_coef,
     explore_floor=None, explore_coef=0.0, axis_name=None, vf_clip_eps=None,
+    value_histogram=None,
 ):  # fmt: skip
     """Clipped PPO objective with clipped value loss and entropy over valid actions.
 
     ``vf_clip_eps`` is the value loss's clip range (None: ``clip_eps``; 0: unclipped).
+    ``value_histogram`` (a static choice; ``network.value_histogram_of``): a histogram value
+    head's support, whose value loss is the cross-entropy against the targets' histograms
+    (``value_head.histogram_loss``, never clipped: its gradient is bounded as it is).
     ``explore_floor`` (None = off, a static choice) adds ``explore_coef * floor_penalty``.
     Every term is a mean over the minibatch, so under ``shard_map`` the mean of the devices'
     gradients is the gradient of the whole minibatch.
     """
-    logits, value = apply_fn(params, batch.obs)
+    if value_histogram is None:
+        logits, value = apply_fn(params, batch.obs)
+    else:
+        logits, value, value_logits = apply_fn(params, batch.obs, value_logits=True)
     pi = masked_categorical(logits, batch.obs.action_mask)
     log_prob = pi.log_prob(batch.action)
     log_ratio = log_prob - batch.log_prob
@@ -148,7 +156,10 @@ def ppo_loss(
         ratio * adv_n, jnp.clip(ratio, 1 - clip_eps, 1 + clip_eps) * adv_n
     ).mean()
     vf_clip = clip_eps if vf_clip_eps is None else vf_clip_eps
-    vf_loss = value_loss(value, batch.value, targets, vf_clip)
+    if value_histogram is None:
+        vf_loss = value_loss(value, batch.value, targets, vf_clip)
+    else:
+        vf_loss = histogram_loss(value_histogram, value_logits, targets)
     entropy = pi.entropy().mean()
     total = pg_loss + vf_coef * vf_loss - ent_coef * entropy
     floor_loss = jnp.float32(0.0)
@@ -187,7 +198,7 @@ def minibatch_step(
         return loss(
             p, apply_fn, t, a, tg, cfg.clip_eps, cfg.vf_coef, ent_coef,
             floor, floor_weight if floor is not None else 0.0, axis_name, cfg.vf_clip_eps,
-            **({"extra": extra[0]} if extra else {}),
+            value_histogram_of(cfg.network), **({"extra": extra[0]} if extra else {}),
         )  # fmt: skip
 
     return gradient_step(loss_fn, params, opt_state, mb, tx, axis_name)
