@@ -50,7 +50,7 @@ def fit_rows(value, returns, stage) -> list[dict]:
             continue
         varies = np.var(v) > 0  # a constant value has no correlation
         rows.append({
-            "stages": f"{lo}-{hi}", "steps": int(len(g)),
+            "stages": f"{lo}-{hi}", "steps": len(g),
             "correlation": float(np.corrcoef(v, g)[0, 1]) if varies else float("nan"),
             "explained_variance": float(1.0 - np.var(g - v) / np.var(g)),
             "mean_value": float(v.mean()), "mean_return": float(g.mean()),
@@ -61,7 +61,6 @@ def fit_rows(value, returns, stage) -> list[dict]:
 def measure(path: str, envs: int, steps: int, seed: int) -> list[dict]:
     import jax
     import jax.numpy as jnp
-
     from hackmatrix_train.policy import load_policy
     from hackmatrix_train.ppo import sample_actor
     from hackmatrix_train.rollout import collect_rollout
