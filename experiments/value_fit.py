@@ -18,26 +18,24 @@ explained variance ``1 - Var(G - V) / Var(G)``, and the mean value and return.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
+from pathlib import Path
 
 import numpy as np
 
 STAGE_GROUPS = ((1, 2), (3, 5), (6, 8))
 
 
-def returns_to_end(reward, done, gamma: float):
-    """``(returns, ended)`` over [T, N]: the discounted sum of ``reward`` from each step to
-    its episode's end, and whether that end lies inside the rollout."""
-    steps, envs = reward.shape
-    out = np.zeros((steps, envs), np.float64)
-    ended = np.zeros((steps, envs), bool)
-    g = np.zeros(envs, np.float64)
-    seen = np.zeros(envs, bool)
-    for t in range(steps - 1, -1, -1):
-        g = np.where(done[t], reward[t], reward[t] + gamma * g)
-        seen = seen | done[t]
-        out[t], ended[t] = g, seen
-    return out, ended
+def returns_of(reward, done, gamma: float):
+    """``value_from_search.returns_of``: each step's discounted return to its episode's end,
+    and whether that end lies inside the rollout."""
+    spec = importlib.util.spec_from_file_location(
+        "value_from_search", Path(__file__).with_name("value_from_search.py")
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.returns_of(reward, done, gamma)
 
 
 def fit_rows(value, returns, stage) -> list[dict]:
@@ -93,7 +91,7 @@ def measure(path: str, envs: int, steps: int, seed: int) -> list[dict]:
     traj, stage = jax.device_get(rollout(policy.params, state, obs))
     done = np.asarray(traj.terminated | traj.truncated)
     reward = np.asarray(traj.reward, np.float64) + np.asarray(traj.shaping, np.float64)
-    returns, ended = returns_to_end(reward, done, cfg.gamma)
+    returns, ended = returns_of(reward, done, cfg.gamma)
     # a truncated episode's return stops at the limit: keep only episodes that terminated
     # (their last step is terminal) by dropping the steps whose end is a truncation
     truncated_end = np.zeros_like(ended)
