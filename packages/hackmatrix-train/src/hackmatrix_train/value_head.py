@@ -3,7 +3,7 @@
 HackMatrix's returns are far from Gaussian: most games end in a few tens of points, a win pays
 500 + 100 x score at once, a late death -63.5 (interface §4). A scalar critic fitted by squared
 error follows the rare large returns with large gradients, and PPO's value clip (0.2 in return
-units a step) keeps it from following them at all. The histogram head (``--network grid-hl``)
+units a step) lets it follow them only slowly. The histogram head (``--network grid-hl``)
 predicts logits over ``bins`` evenly spaced returns; the value every consumer reads (GAE, the
 search's leaves) is the histogram's mean, in the same units as the scalar's. Its loss is the
 cross-entropy against the target's histogram: the mass of Normal(target, sigma) over each
@@ -16,6 +16,9 @@ sigma^2 - b_i^2 / (2 sigma^2)`` for the scalar's output ``u`` are a Normal(u, si
 on the bins, whose mean is ``u`` to within 1e-4 of a bin width while it lies inside the support.
 So a ``grid`` checkpoint warm-starts a ``grid-hl`` run as the same function, and a fresh
 ``grid-hl`` head is a fresh scalar head lifted.
+
+In the hour's recipe the histogram's value fits the policy's returns better than the scalar's
+and the search on it wins less (specs/train.md §11): the recipe keeps the scalar head.
 """
 
 from __future__ import annotations
