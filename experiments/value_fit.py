@@ -90,7 +90,10 @@ def measure(path: str, envs: int, steps: int, seed: int) -> list[dict]:
 
     traj, stage = jax.device_get(rollout(policy.params, state, obs))
     done = np.asarray(traj.terminated | traj.truncated)
-    reward = np.asarray(traj.reward, np.float64) + np.asarray(traj.shaping, np.float64)
+    # the value's units: GAE's (reward + shaping) x the run's reward scale
+    reward = (np.asarray(traj.reward, np.float64) + np.asarray(traj.shaping, np.float64)) * (
+        cfg.reward_scale
+    )
     returns, ended = returns_of(reward, done, cfg.gamma)
     # a truncated episode's return stops at the limit: keep only episodes that terminated
     # (their last step is terminal) by dropping the steps whose end is a truncation
