@@ -17,8 +17,9 @@ on the bins, whose mean is ``u`` to within 1e-4 of a bin width while it lies ins
 So a ``grid`` checkpoint warm-starts a ``grid-hl`` run as the same function, and a fresh
 ``grid-hl`` head is a fresh scalar head lifted.
 
-In the hour's recipe the histogram's value fits the policy's returns better than the scalar's
-and the search on it wins less (specs/train.md §11): the recipe keeps the scalar head.
+In the hour's recipe the histogram's value fits the policy's returns better than the scalar's,
+and the network's search (its prior and this value) wins less (specs/train.md §11): the recipe
+keeps the scalar head.
 """
 
 from __future__ import annotations
