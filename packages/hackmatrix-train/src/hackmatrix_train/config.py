@@ -97,6 +97,11 @@ class TrainConfig:
                                      "value, in return units (0: no value clipping; default: "
                                      "--clip-eps)", KNOBS, type=float)  # fmt: skip
     max_grad_norm: float = flag(0.5, "global gradient-norm clip", KNOBS)
+    # a target network for GAE's bootstrap (value_target.py)
+    value_target_tau: float = flag(0.0, "a target network: GAE reads the value of a Polyak "
+                                   "average of the params, moved this far toward them after "
+                                   "every gradient step (0: off, the rollout's own value; 1: "
+                                   "the same as off)", KNOBS)  # fmt: skip
     # exploration floor on the siphon action and on the program actions taken together
     # (ppo.floor_penalty); movement is learned first, then the floor adds siphons and programs
     explore_floor: float = flag(0.003, "exploration floor: a loss penalty keeps P(siphon) and "
@@ -344,6 +349,9 @@ def validate(cfg: TrainConfig, num_devices: int = 1) -> None:
         raise ValueError(
             f"--vf-clip-eps must be >= 0 (0: no value clipping), got {cfg.vf_clip_eps}"
         )
+    if not (math.isfinite(cfg.value_target_tau) and 0.0 <= cfg.value_target_tau <= 1.0):
+        raise ValueError(f"--value-target-tau must lie in [0, 1] (0: off), "
+                         f"got {cfg.value_target_tau}")  # fmt: skip
     if cfg.network == "grid-hl" and cfg.vf_clip_eps is not None:
         raise ValueError("--vf-clip-eps clips a scalar value's squared error: grid-hl's "
                          "histogram is fitted by cross-entropy, never clipped")  # fmt: skip

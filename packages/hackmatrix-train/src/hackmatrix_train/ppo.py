@@ -31,10 +31,12 @@ from hackmatrix_train.update import (
     flatten_steps,
     gradient_step,
     mean_metrics,
+    pmean,
     reduce_devices,
     run_epochs,
 )
 from hackmatrix_train.value_head import histogram_loss
+from hackmatrix_train.value_target import target_params
 
 
 def sample_actor(cfg, apply_fn):
@@ -213,19 +215,25 @@ def make_update(cfg, apply_fn, env, env_params, axis_name=None, *, actor=None, l
     (``update.Learner``); an actor's ``extra`` (stacked over the rollout) reaches the loss as
     its keyword ``extra``, row by row with the transitions. ``metrics`` are PPO's own
     (``pg_loss``, ``vf_loss``, ``entropy``, ``approx_kl``, ``clip_frac``, ``floor_loss``,
-    ``grad_norm``, ``explained_variance`` and this update's coefficients) and the loss's aux.
+    ``grad_norm``, ``explained_variance`` and this update's coefficients) and the loss's aux;
+    with ``--value-target-tau`` GAE reads the target network's value (``value_target.py``),
+    and ``target_value_gap`` logs its mean distance from the rollout's.
     """
     act = (actor or sample_actor)(cfg, apply_fn)
     loss = loss or ppo_loss
     shaping = make_shaping(cfg)
-
-    def value_fn(params, obs):
-        return apply_fn(params, obs)[1]
+    has_target = cfg.value_target_tau > 0
 
     def update(runner: RunnerState, sched: Schedule):
         k_roll, k_epochs, k_next = jax.random.split(runner.key, 3)
         tx = make_optimizer(cfg, sched.num_updates)
         bonus_coef = program_bonus_coef(cfg, sched, runner.update)
+        # the critic GAE reads: the params, or with --value-target-tau the target network's
+        critic = target_params(runner.opt_state) if has_target else runner.params
+
+        def value_fn(params, obs):  # V(final observation) where an episode was truncated
+            del params
+            return apply_fn(critic, obs)[1]
 
         # 1. rollout: num_steps steps of every env with the current params
         env_state, obs, acc, traj, extras, episodes = collect_rollout(
@@ -234,8 +242,13 @@ def make_update(cfg, apply_fn, env, env_params, axis_name=None, *, actor=None, l
         )  # fmt: skip
 
         # 2. advantages: GAE over [T, N], bootstrapped from the value of the last observation
-        _, last_value = apply_fn(runner.params, obs)
-        adv, targets = compute_gae(traj, last_value, cfg.gamma, cfg.gae_lambda, cfg.reward_scale)
+        _, last_value = apply_fn(critic, obs)
+        gae_traj = traj
+        if has_target:  # the target network's values of the rollout's states
+            gae_traj = traj._replace(value=jax.vmap(lambda o: apply_fn(critic, o)[1])(traj.obs))
+        adv, targets = compute_gae(
+            gae_traj, last_value, cfg.gamma, cfg.gae_lambda, cfg.reward_scale
+        )  # fmt: skip
 
         # 3. update_epochs passes, each a fresh permutation cut into num_minibatches steps
         ent_coef = entropy_coef(cfg, sched, runner.update)
@@ -267,6 +280,9 @@ def make_update(cfg, apply_fn, env, env_params, axis_name=None, *, actor=None, l
             "explore_floor": jnp.float32(0.0) if floor is None else floor,
             "explore_weight": jnp.float32(0.0) if floor is None else weight,
         }
+        if has_target:  # how far the target network's value trails the rollout's
+            gap = jnp.abs(gae_traj.value - traj.value).mean()
+            metrics["target_value_gap"] = pmean(gap, axis_name)
         runner = runner.advance(params, opt_state, env_state, obs, acc, k_next)
         return runner, (reduce_devices(episodes, axis_name), metrics)
 

@@ -16,6 +16,8 @@ import jax.numpy as jnp
 import optax
 from flax import struct
 
+from hackmatrix_train.value_target import polyak_params
+
 
 @struct.dataclass
 class Schedule:
@@ -66,9 +68,14 @@ def learning_rate(cfg, num_updates):
 
 
 def make_optimizer(cfg, num_updates) -> optax.GradientTransformation:
-    """Adam with global-norm clipping at ``learning_rate``'s rate."""
+    """Adam with global-norm clipping at ``learning_rate``'s rate; with
+    ``--value-target-tau`` the chain also keeps the target network's params
+    (``value_target.polyak_params``)."""
     lr = learning_rate(cfg, num_updates)
-    return optax.chain(optax.clip_by_global_norm(cfg.max_grad_norm), optax.adam(lr, eps=1e-5))
+    parts = [optax.clip_by_global_norm(cfg.max_grad_norm), optax.adam(lr, eps=1e-5)]
+    if cfg.value_target_tau > 0:
+        parts.append(polyak_params(cfg.value_target_tau))
+    return optax.chain(*parts)
 
 
 def update_learning_rate(cfg, sched: Schedule, update: jax.Array) -> jax.Array:
