@@ -188,6 +188,9 @@ class TrainConfig:
                         "cross-entropy: HL-Gauss)", choices=NETWORKS)  # fmt: skip
     hidden_dim: int = flag(256, "width of the network's hidden layers", KNOBS)
     num_layers: int = flag(2, "hidden layers of the network's trunk", KNOBS)
+    res_blocks: int = flag(0, "residual 3x3 blocks after a grid network's convolution; a "
+                           "warm start from fewer blocks adds them with its function kept",
+                           KNOBS)  # fmt: skip
     # env
     max_steps_in_episode: int = flag(1000, "truncation limit (EnvParams)", KNOBS)
     history_depth: int = flag(HISTORY_DEPTH, "UNDO snapshots kept (EnvParams.history_depth); "
@@ -324,6 +327,11 @@ def validate(cfg: TrainConfig, num_devices: int = 1) -> None:
             raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(cfg, name)}")
     if cfg.num_layers < 0:
         raise ValueError("--num-layers must be >= 0")
+    if cfg.res_blocks < 0:
+        raise ValueError(f"--res-blocks must be >= 0, got {cfg.res_blocks}")
+    if cfg.res_blocks and cfg.network == "mlp":
+        raise ValueError("--res-blocks needs a grid network (--network grid, grid-twin or "
+                         "grid-hl), not mlp")  # fmt: skip
     if cfg.network not in NETWORKS:
         raise ValueError(f"--network must be one of {NETWORKS}, got {cfg.network!r}")
     if cfg.num_envs % num_devices:
@@ -480,6 +488,7 @@ def describe_plan(cfg: TrainConfig, num_devices: int = 1) -> str:
         f"on {num_devices} device(s); {cfg.num_minibatches} minibatches of "
         f"{cfg.batch_size // cfg.num_minibatches}, {cfg.update_epochs} epochs; "
         f"{length}; network={cfg.network} hidden={cfg.hidden_dim}x{cfg.num_layers}"
+        + (f" res_blocks={cfg.res_blocks}" if cfg.res_blocks else "")
     )
     if cfg.disabled_programs:
         names = ", ".join(cfg.disabled_programs)

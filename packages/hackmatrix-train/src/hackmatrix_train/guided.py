@@ -152,7 +152,8 @@ def start_apply(cfg, env=None, env_params=None):
     from hackmatrix_train.policy import load_policy
 
     _, meta = ckpt.load_params(cfg.init_params)
-    if TrainConfig.from_dict(meta["config"]).network == cfg.network:
+    start = TrainConfig.from_dict(meta["config"])
+    if (start.network, start.res_blocks) == (cfg.network, cfg.res_blocks):
         return None
     return load_policy(cfg.init_params, env=env, env_params=env_params).apply_fn
 

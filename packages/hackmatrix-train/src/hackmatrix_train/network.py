@@ -9,7 +9,9 @@ applies the mask, so the mask stored with each transition is re-applied in the l
   separate actor and critic torsos of ``num_layers`` x ``hidden_dim`` ReLU layers.
 * ``GridEncoder``: respects the 6x6 board. A per-cell embedding of the 42 channels plus a
   player-position plane, one 3x3 convolution, then a trunk joined with the player and program
-  vectors and separate actor/critic layers. Requires ``grid`` f32[..., 6, 6, C].
+  vectors and separate actor/critic layers. Requires ``grid`` f32[..., 6, 6, C]. With
+  ``res_blocks`` (``--res-blocks``) residual 3x3 blocks after the convolution; ``grow_blocks``
+  adds blocks to a network's params with its function kept (a warm start from fewer blocks).
 * ``TwinGrid`` (``grid-twin``): two ``GridEncoder`` towers, the actor's logits from one and the
   critic's value from the other, so the value's gradient no longer reaches the policy's cell
   embedding, convolution and trunk (in ``GridEncoder`` it is about 4x the policy's there,
@@ -136,6 +138,11 @@ class GridEncoder(nn.Module):
     The 36 cell vectors are flattened (position-aware) and joined with the player and program
     vectors into one ``hidden_dim`` trunk layer; actor and critic each add ``num_layers - 1``
     hidden layers. About 2.3x fewer multiply-adds per sample than ``MLP`` at 256 x 2.
+
+    ``res_blocks`` residual blocks follow the convolution, each a 3x3 layer, a ReLU and a 1x1
+    layer whose kernel starts at zero, added to the cells: per-cell capacity that starts as
+    the identity, so ``grow_blocks`` can add blocks to a trained network exactly. Each block
+    costs about 0.46x the network's gradient time on the CPU and few parameters (2,592).
     """
 
     num_actions: int
@@ -143,6 +150,7 @@ class GridEncoder(nn.Module):
     num_layers: int = 2
     cell_dim: int = 16
     value_histogram: ValueHistogram | None = None  # None: a scalar value head
+    res_blocks: int = 0
 
     @nn.compact
     def __call__(self, obs, value_logits: bool = False):
@@ -151,6 +159,9 @@ class GridEncoder(nn.Module):
         x, batch, player = cells_with_player(obs)
         x = nn.relu(_dense(self.cell_dim, np.sqrt(2))(x))
         x = nn.relu(_dense(self.cell_dim, np.sqrt(2))(neighbourhood_3x3(x)))
+        for _ in range(self.res_blocks):
+            h = nn.relu(_dense(self.cell_dim, np.sqrt(2))(neighbourhood_3x3(x)))
+            x = x + nn.Dense(self.cell_dim, kernel_init=nn.initializers.zeros)(h)
         x = x.reshape((*batch, 36 * self.cell_dim))
         vec = jnp.concatenate([player, obs.programs.astype(jnp.float32)], axis=-1)
         h = nn.relu(_dense(self.hidden_dim, np.sqrt(2))(jnp.concatenate([x, vec], axis=-1)))
@@ -194,12 +205,13 @@ class TwinGrid(nn.Module):
     num_actions: int
     hidden_dim: int = 256
     num_layers: int = 2
+    res_blocks: int = 0
 
     @nn.compact
     def __call__(self, obs):
         size = (self.num_actions, self.hidden_dim, self.num_layers)
-        logits, _ = GridEncoder(*size, name="actor")(obs)
-        _, value = GridEncoder(*size, name="critic")(obs)
+        logits, _ = GridEncoder(*size, res_blocks=self.res_blocks, name="actor")(obs)
+        _, value = GridEncoder(*size, res_blocks=self.res_blocks, name="critic")(obs)
         return logits, value
 
 
@@ -226,24 +238,39 @@ def value_histogram_of(name: str) -> ValueHistogram | None:
     return RETURN_HISTOGRAM if name == "grid-hl" else None
 
 
-def make_network(name: str, num_actions: int, hidden_dim: int, num_layers: int) -> nn.Module:
-    """The network selected by ``--network``."""
+def make_network(
+    name: str, num_actions: int, hidden_dim: int, num_layers: int, res_blocks: int = 0
+) -> nn.Module:
+    """The network selected by ``--network`` (``res_blocks``: ``--res-blocks``, grid ones)."""
     if name == "mlp":
+        if res_blocks:
+            raise ValueError("--res-blocks needs a grid network, not 'mlp'")
         return MLP(num_actions, hidden_dim, num_layers)
     if name == "grid":
-        return GridEncoder(num_actions, hidden_dim, num_layers)
+        return GridEncoder(num_actions, hidden_dim, num_layers, res_blocks=res_blocks)
     if name == "grid-twin":
-        return TwinGrid(num_actions, hidden_dim, num_layers)
+        return TwinGrid(num_actions, hidden_dim, num_layers, res_blocks=res_blocks)
     if name == "grid-hl":
-        return GridEncoder(num_actions, hidden_dim, num_layers, value_histogram=RETURN_HISTOGRAM)
+        return GridEncoder(num_actions, hidden_dim, num_layers, value_histogram=RETURN_HISTOGRAM,
+                           res_blocks=res_blocks)  # fmt: skip
     raise ValueError(f"unknown network {name!r}; choose 'mlp', 'grid', 'grid-twin' or 'grid-hl'")
 
 
-def adapt_params(params, source: str, target: str):
+def adapt_params(params, source: str, target: str, source_blocks=0, target_blocks=0,
+                 template=None):  # fmt: skip
     """Params of a ``source`` network for a ``target`` one: unchanged where the two are the
     same, grown into both towers from ``grid`` to ``grid-twin`` (``twin_params``), the value
-    head lifted from ``grid`` to ``grid-hl`` (``hl_params``); a
-    ``ValueError`` for any other pair (no other carries its function over)."""
+    head lifted from ``grid`` to ``grid-hl`` (``hl_params``), residual blocks added to a
+    ``grid`` or ``grid-hl`` network (``grow_blocks``, from ``template``: the target's fresh
+    init); a ``ValueError`` for any other pair (no other carries its function over)."""
+    if source_blocks != target_blocks:
+        if source != target or source not in ("grid", "grid-hl") or template is None:
+            raise ValueError(f"residual blocks ({source_blocks} -> {target_blocks}) are added "
+                             "only to a grid or grid-hl network of the same kind")  # fmt: skip
+        if target_blocks < source_blocks:
+            raise ValueError(f"a network of {source_blocks} residual blocks cannot start one "
+                             f"of {target_blocks}: blocks are added, never removed")  # fmt: skip
+        return grow_blocks(params, template, source_blocks)
     if source == target:
         return params
     if (source, target) == ("grid", "grid-twin"):
@@ -252,3 +279,25 @@ def adapt_params(params, source: str, target: str):
         return hl_params(params)
     raise ValueError(f"a {source!r} network's params cannot start a {target!r} network "
                      "(only grid -> grid-twin and grid -> grid-hl grow exactly)")  # fmt: skip
+
+
+def grow_blocks(params, template, blocks: int):
+    """A ``GridEncoder``'s params with ``blocks`` residual blocks as ``template``'s (its fresh
+    init, more blocks): the new blocks as initialised, placed after the old ones, every other
+    layer copied. A new block's last kernel is zero (``GridEncoder``), so the grown network
+    computes the same function. Layers are ``Dense_i`` by creation order: the cell embedding
+    and the convolution (0, 1), two per block, then the trunk and heads, which shift by two
+    per new block."""
+    inner, fresh = params["params"], template["params"]
+    added = sum(k.startswith("Dense_") for k in fresh) - sum(k.startswith("Dense_") for k in inner)
+    if added < 0 or added % 2 or any(not k.startswith("Dense_") for k in inner):
+        raise ValueError(f"cannot grow a {len(inner)}-layer network into {len(fresh)} layers")
+    old_end = 2 + 2 * blocks  # the first layer after the old blocks
+    out = dict(fresh)
+    for name, layer in inner.items():
+        i = int(name.split("_")[1])
+        new = name if i < old_end else f"Dense_{i + added}"
+        if jax.tree.map(jnp.shape, layer) != jax.tree.map(jnp.shape, fresh[new]):
+            raise ValueError(f"layer {name} does not fit the grown network's {new}")
+        out[new] = layer
+    return {**params, "params": out}

@@ -96,7 +96,9 @@ def load_policy(
     elif env_params is None:
         env_params = env.default_params
     obs, _ = jax.eval_shape(env.reset, jax.random.key(0), env_params)
-    net = make_network(cfg.network, obs.action_mask.shape[-1], cfg.hidden_dim, cfg.num_layers)
+    net = make_network(
+        cfg.network, obs.action_mask.shape[-1], cfg.hidden_dim, cfg.num_layers, cfg.res_blocks
+    )
     one = jax.tree.map(lambda s: jax.ShapeDtypeStruct((1, *s.shape), s.dtype), obs)
     template = jax.eval_shape(net.init, jax.random.key(0), one)
     params = ckpt.unflatten_state(flat, template, source=str(path))

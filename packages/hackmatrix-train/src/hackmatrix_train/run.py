@@ -35,9 +35,10 @@ PROBE_UPDATES = 10  # updates timed by --time-budget's probe (at most --log-inte
 
 
 def default_run_name(cfg: TrainConfig) -> str:
-    """``{ppo|guided}-{network}-{envs}x{steps}-s{seed}[-suffix]``, or ``--run-name``."""
+    """``{ppo|guided}-{network}[-resN]-{envs}x{steps}-s{seed}[-suffix]``, or ``--run-name``."""
     kind = "guided" if cfg.guide_kl > 0 else "ppo"
-    name = cfg.run_name or f"{kind}-{cfg.network}-{cfg.num_envs}x{cfg.num_steps}-s{cfg.seed}"
+    network = cfg.network + (f"-res{cfg.res_blocks}" if cfg.res_blocks else "")
+    name = cfg.run_name or f"{kind}-{network}-{cfg.num_envs}x{cfg.num_steps}-s{cfg.seed}"
     return name + (f"-{cfg.run_suffix}" if cfg.run_suffix else "")
 
 
@@ -127,9 +128,10 @@ def new_run(cfg: TrainConfig, explicit, devices) -> RunPlace:
 def warm_start(trainer, runner, path: str):
     """``runner`` with the params of checkpoint ``path`` and an optimizer state fresh for them.
 
-    A ``grid`` checkpoint starts a ``grid-twin`` run in both towers (``network.adapt_params``:
-    the same function). A missing, corrupt or mismatched checkpoint (another network, sizes) is
-    a ``ValueError``.
+    A ``grid`` checkpoint starts a ``grid-twin`` run in both towers, and a checkpoint with fewer
+    residual blocks a run with more, its new blocks from ``runner``'s fresh init
+    (``network.adapt_params``: the same function). A missing, corrupt or mismatched checkpoint
+    (another network, sizes) is a ``ValueError``.
     """
     from hackmatrix_train import checkpoint as ckpt
     from hackmatrix_train.network import adapt_params
@@ -137,13 +139,16 @@ def warm_start(trainer, runner, path: str):
 
     try:
         flat, meta = ckpt.load_params(path)
-        source = TrainConfig.from_dict(meta["config"]).network if "config" in meta else None
-        target = trainer.cfg.network
-        if source is None or source == target:
+        cfg = trainer.cfg
+        start_cfg = TrainConfig.from_dict(meta["config"]) if "config" in meta else None
+        if start_cfg is None or (start_cfg.network, start_cfg.res_blocks) == (
+            cfg.network, cfg.res_blocks,
+        ):  # fmt: skip
             params = ckpt.unflatten_state(flat, trainer.abstract_runner().params, str(path))
         else:  # the start in its own network's layout, then grown
             start = load_policy(path, env=trainer.env, env_params=trainer.env_params)
-            params = adapt_params(start.params, source, target)
+            params = adapt_params(start.params, start_cfg.network, cfg.network,
+                                  start_cfg.res_blocks, cfg.res_blocks, runner.params)  # fmt: skip
     except (ckpt.CheckpointError, OSError, ValueError, KeyError) as e:
         raise ValueError(f"cannot load --init-params: {e}") from None
     return trainer.with_params(runner, params)

@@ -80,7 +80,9 @@ class Trainer:
         self.program_names = self.names.program_names
         check_env_flags(cfg, env, env_params, self.names)
 
-        self.network = make_network(cfg.network, self.num_actions, cfg.hidden_dim, cfg.num_layers)
+        self.network = make_network(
+            cfg.network, self.num_actions, cfg.hidden_dim, cfg.num_layers, cfg.res_blocks
+        )
         self.tx = make_optimizer(cfg, self.num_updates)  # for the optimizer state's init
         # the update is built inside the chunk's trace, from the config it was compiled for
         self._update_cfg, self._actor, self._loss = cfg, actor, loss
