@@ -29,6 +29,7 @@ def bench_one(
     hidden_dim: int = 256,
     update_epochs: int | None = None,
     num_minibatches: int | None = None,
+    res_blocks: int = 0,
 ) -> dict:
     import jax
     from hackmatrix_train.config import TrainConfig, plan
@@ -38,15 +39,16 @@ def bench_one(
     shape = {"update_epochs": update_epochs, "num_minibatches": num_minibatches}
     shape = {k: v for k, v in shape.items() if v is not None}
     cfg = TrainConfig().replace(
-        num_envs=num_envs, num_steps=num_steps, network=network, hidden_dim=hidden_dim, **shape
-    )
+        num_envs=num_envs, num_steps=num_steps, network=network, hidden_dim=hidden_dim,
+        res_blocks=res_blocks, **shape,
+    )  # fmt: skip
     if env_name == "probe":  # no siphon/program groups, no programs to own or to mask out
         cfg = cfg.replace(
             explore_floor=0.0, explore_floor_end=None, program_bonus=0.0, program_potential=0.0,
             program_terms_skip_undo=False, disabled_programs=(),
         )  # fmt: skip
     cfg = cfg.replace(total_timesteps=cfg.batch_size * (updates + 1) * 4)
-    fixed = frozenset({"num_steps", "network", "hidden_dim", *shape})
+    fixed = frozenset({"num_steps", "network", "hidden_dim", "res_blocks", *shape})
     cfg = plan(cfg, fixed, jax.device_count(), jax.default_backend())
     env = env_params = None
     if env_name == "probe":  # for machines without hackmatrix_env.HackMatrix
@@ -78,6 +80,7 @@ def bench_one(
         "num_steps": cfg.num_steps,
         "network": network,
         "hidden_dim": hidden_dim,
+        "res_blocks": res_blocks,
         "num_minibatches": cfg.num_minibatches,
         "update_epochs": cfg.update_epochs,
         "devices": trainer.num_devices,
@@ -104,6 +107,10 @@ def main(argv=None) -> int:
         "--hidden-dim", type=int, nargs="+", default=[256], help="network width(s) (default 256)"
     )
     p.add_argument(
+        "--res-blocks", type=int, nargs="+", default=[0],
+        help="residual blocks of a grid network (default 0), e.g. 0 1 for a paired figure",
+    )  # fmt: skip
+    p.add_argument(
         "--update-epochs", type=int, nargs="+", default=[None],
         help="PPO epochs per update (default: the defaults', auto-scaled)",
     )  # fmt: skip
@@ -128,23 +135,25 @@ def main(argv=None) -> int:
         f"jax {jax.__version__} backend={jax.default_backend()} devices={jax.device_count()} "
         f"cpus={os.cpu_count()} {platform.processor() or platform.machine()}"
     )
-    hdr = f"{'network':>7} {'hidden':>6} {'envs':>6} {'mb':>3} {'ep':>3} {'init s':>7} {'compile s':>9} {'steps/s':>10}"
+    hdr = f"{'network':>7} {'hidden':>6} {'blocks':>6} {'envs':>6} {'mb':>3} {'ep':>3} {'init s':>7} {'compile s':>9} {'steps/s':>10}"
     print(hdr)
     settings = [
-        (net, h, ep, mb, n)
+        (net, h, b, ep, mb, n)
         for net in args.network
         for h in args.hidden_dim
+        for b in args.res_blocks
         for ep in args.update_epochs
         for mb in args.num_minibatches
         for n in args.num_envs
     ]
-    for net, hidden, epochs, minibatches, n in settings:
+    for net, hidden, blocks, epochs, minibatches, n in settings:
         r = bench_one(
-            n, args.updates, net, args.num_steps, args.env, args.warmup, hidden, epochs, minibatches
-        )
+            n, args.updates, net, args.num_steps, args.env, args.warmup, hidden, epochs,
+            minibatches, blocks,
+        )  # fmt: skip
         rows.append(r)
         print(
-            f"{net:>7} {hidden:>6} {n:>6} {r['num_minibatches']:>3} {r['update_epochs']:>3} "
+            f"{net:>7} {hidden:>6} {blocks:>6} {n:>6} {r['num_minibatches']:>3} {r['update_epochs']:>3} "
             f"{r['init_seconds']:>7.1f} {r['compile_seconds']:>9.1f} {r['steps_per_second']:>10,.0f}",
             flush=True,
         )
