@@ -30,6 +30,16 @@ def fake_obs(batch: int, seed: int = 0) -> Observation:
     )
 
 
+def moved_params(net, seed: int):
+    """``net``'s params, every leaf moved off its initial value (biases and zero kernels
+    included), so that a test of a params mapping sees no leaf that happens to be zero."""
+    params = net.init(jax.random.key(seed), fake_obs(1))
+    leaves, tree = jax.tree.flatten(params)
+    keys = jax.random.split(jax.random.key(seed + 1), len(leaves))
+    noisy = [x + 0.1 * jax.random.normal(k, x.shape) for x, k in zip(leaves, keys, strict=True)]
+    return jax.tree.unflatten(tree, noisy)
+
+
 @jax.jit
 def _sample_many(logits, mask, key):
     pi = masked_categorical(logits, mask)

@@ -17,20 +17,11 @@ from hackmatrix_train.trainer import make_train
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from train.recipes import plain_ppo
-from train.test_network import fake_obs
+from train.test_network import fake_obs, moved_params
 from train.tiny_policy import write_tiny_policy
 from train.trees import assert_trees_equal
 
 A = 28
-
-
-def _params(net, seed: int):
-    """``net``'s params, every leaf moved off its initial value (zero kernels included)."""
-    params = net.init(jax.random.key(seed), fake_obs(1))
-    leaves, tree = jax.tree.flatten(params)
-    keys = jax.random.split(jax.random.key(seed + 1), len(leaves))
-    noisy = [x + 0.1 * jax.random.normal(k, x.shape) for x, k in zip(leaves, keys, strict=True)]
-    return jax.tree.unflatten(tree, noisy)
 
 
 @settings(deadline=None, max_examples=8)
@@ -42,7 +33,7 @@ def test_blocks_added_to_a_network_keep_its_function(seed, old, more, histogram)
     blocks' first layers are the template's."""
     name = "grid-hl" if histogram else "grid"
     small, big = (make_network(name, A, 32, 2, b) for b in (old, old + more))
-    start = _params(small, seed)
+    start = moved_params(small, seed)
     template = big.init(jax.random.key(seed + 7), fake_obs(1))
     grown = adapt_params(start, name, name, old, old + more, template)
     obs = fake_obs(16, seed)
@@ -63,7 +54,7 @@ def test_a_new_block_learns_from_its_first_step():
     assert float(jnp.abs(last).max()) == 0.0
     grad = jax.grad(lambda p: net.apply(p, fake_obs(8))[0].sum())(params)
     assert float(jnp.abs(grad["params"]["Dense_3"]["kernel"]).max()) > 0.0
-    plain = _params(GridEncoder(A, 32, 2), 1)
+    plain = moved_params(GridEncoder(A, 32, 2), 1)
     assert jax.tree.structure(plain) == jax.tree.structure(
         make_network("grid", A, 32, 2, 0).init(jax.random.key(0), fake_obs(1))
     )

@@ -15,7 +15,7 @@ from hackmatrix_train.trainer import make_train
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from train.recipes import plain_ppo
-from train.test_network import fake_obs
+from train.test_network import fake_obs, moved_params
 from train.tiny_policy import write_tiny_policy
 from train.trees import assert_trees_equal
 
@@ -24,12 +24,7 @@ A = 28
 
 def _grid_params(seed: int, hidden: int = 32):
     """A ``GridEncoder``'s params, every leaf moved off its initial value (biases included)."""
-    net = GridEncoder(A, hidden, 2)
-    params = net.init(jax.random.key(seed), fake_obs(1))
-    leaves, tree = jax.tree.flatten(params)
-    keys = jax.random.split(jax.random.key(seed + 1), len(leaves))
-    noisy = [x + 0.1 * jax.random.normal(k, x.shape) for x, k in zip(leaves, keys, strict=True)]
-    return jax.tree.unflatten(tree, noisy)
+    return moved_params(GridEncoder(A, hidden, 2), seed)
 
 
 @settings(deadline=None, max_examples=8)
