@@ -424,6 +424,12 @@ def disabled_actions(cfg: TrainConfig) -> tuple[int, ...]:
     return tuple(sorted(FIRST_PROGRAM + PROGRAM_NAMES.index(n) for n in set(cfg.disabled_programs)))
 
 
+def network_layout(cfg: TrainConfig) -> tuple[str, int]:
+    """The network's kind and residual blocks: runs of one layout load each other's params as
+    they are; another layout's start is grown (``network.adapt_params``) or refused."""
+    return cfg.network, cfg.res_blocks
+
+
 def has_program_bonus(cfg: TrainConfig) -> bool:
     """Whether the program bonus is ever non-zero during the run (a static choice)."""
     return cfg.program_bonus > 0 or (cfg.program_bonus_end or 0.0) > 0

@@ -148,12 +148,11 @@ def start_apply(cfg, env=None, env_params=None):
     (a ``grid`` start of a ``grid-twin`` run), else None: the teacher searches with its own
     network, not a copy of it grown to the student's."""
     from hackmatrix_train import checkpoint as ckpt
-    from hackmatrix_train.config import TrainConfig
+    from hackmatrix_train.config import TrainConfig, network_layout
     from hackmatrix_train.policy import load_policy
 
     _, meta = ckpt.load_params(cfg.init_params)
-    start = TrainConfig.from_dict(meta["config"])
-    if (start.network, start.res_blocks) == (cfg.network, cfg.res_blocks):
+    if network_layout(TrainConfig.from_dict(meta["config"])) == network_layout(cfg):
         return None
     return load_policy(cfg.init_params, env=env, env_params=env_params).apply_fn
 

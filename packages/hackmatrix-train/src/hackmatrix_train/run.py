@@ -126,29 +126,24 @@ def new_run(cfg: TrainConfig, explicit, devices) -> RunPlace:
 
 
 def warm_start(trainer, runner, path: str):
-    """``runner`` with the params of checkpoint ``path`` and an optimizer state fresh for them.
-
-    A ``grid`` checkpoint starts a ``grid-twin`` run in both towers, and a checkpoint with fewer
-    residual blocks a run with more, its new blocks from ``runner``'s fresh init
-    (``network.adapt_params``: the same function). A missing, corrupt or mismatched checkpoint
-    (another network, sizes) is a ``ValueError``.
-    """
+    """``runner`` with the params of checkpoint ``path`` and a fresh optimizer state; a start of
+    another network layout grown (``network.adapt_params``: the same function, new blocks from
+    ``runner``'s init). A missing, corrupt or mismatched checkpoint is a ``ValueError``."""
     from hackmatrix_train import checkpoint as ckpt
+    from hackmatrix_train.config import network_layout
     from hackmatrix_train.network import adapt_params
     from hackmatrix_train.policy import load_policy
 
     try:
         flat, meta = ckpt.load_params(path)
+        start = TrainConfig.from_dict(meta["config"]) if "config" in meta else None
         cfg = trainer.cfg
-        start_cfg = TrainConfig.from_dict(meta["config"]) if "config" in meta else None
-        if start_cfg is None or (start_cfg.network, start_cfg.res_blocks) == (
-            cfg.network, cfg.res_blocks,
-        ):  # fmt: skip
+        if start is None or network_layout(start) == network_layout(cfg):
             params = ckpt.unflatten_state(flat, trainer.abstract_runner().params, str(path))
         else:  # the start in its own network's layout, then grown
-            start = load_policy(path, env=trainer.env, env_params=trainer.env_params)
-            params = adapt_params(start.params, start_cfg.network, cfg.network,
-                                  start_cfg.res_blocks, cfg.res_blocks, runner.params)  # fmt: skip
+            params = load_policy(path, env=trainer.env, env_params=trainer.env_params).params
+            params = adapt_params(params, start.network, cfg.network, start.res_blocks,
+                                  cfg.res_blocks, runner.params)  # fmt: skip
     except (ckpt.CheckpointError, OSError, ValueError, KeyError) as e:
         raise ValueError(f"cannot load --init-params: {e}") from None
     return trainer.with_params(runner, params)
