@@ -330,8 +330,7 @@ def validate(cfg: TrainConfig, num_devices: int = 1) -> None:
     if cfg.res_blocks < 0:
         raise ValueError(f"--res-blocks must be >= 0, got {cfg.res_blocks}")
     if cfg.res_blocks and cfg.network == "mlp":
-        raise ValueError("--res-blocks needs a grid network (--network grid, grid-twin or "
-                         "grid-hl), not mlp")  # fmt: skip
+        raise ValueError("--res-blocks needs a grid network (grid, grid-twin or grid-hl), not mlp")
     if cfg.network not in NETWORKS:
         raise ValueError(f"--network must be one of {NETWORKS}, got {cfg.network!r}")
     if cfg.num_envs % num_devices:
@@ -425,8 +424,7 @@ def disabled_actions(cfg: TrainConfig) -> tuple[int, ...]:
 
 
 def network_layout(cfg: TrainConfig) -> tuple[str, int]:
-    """The network's kind and residual blocks: runs of one layout load each other's params as
-    they are; another layout's start is grown (``network.adapt_params``) or refused."""
+    """The network's kind and blocks: another layout's start is grown (``adapt_params``)."""
     return cfg.network, cfg.res_blocks
 
 
