@@ -115,16 +115,16 @@ class JaxGame:
 class Hinter:
     """``--hint``: a Gumbel search from a ``JaxGame``'s state with a policy's network (module doc).
 
-    ``checkpoint``: None for the shipped agent; ``options``: ``SearchConfig`` overrides (the
-    ``--search-*`` flags)."""
+    ``checkpoint``: None for the shipped agent; ``views``: ``load_policy``'s; ``options``:
+    ``SearchConfig`` overrides (the ``--search-*`` flags)."""
 
-    def __init__(self, checkpoint, simulations: int, max_steps: int, **options):
+    def __init__(self, checkpoint, simulations: int, max_steps: int, views: int = 1, **options):
         from hackmatrix_train.policy import load_policy, search_config
         from hackmatrix_train.search import make_search
 
         if simulations < 1:
             raise ValueError(f"--search-simulations must be >= 1, got {simulations}")
-        policy = load_policy(checkpoint, max_steps=max_steps)
+        policy = load_policy(checkpoint, max_steps=max_steps, views=views)
         self.params = policy.params
         options = {"mode": "honest", **options, "num_simulations": simulations}
         self.config = search_config(policy, **options)

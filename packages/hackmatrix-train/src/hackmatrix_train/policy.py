@@ -72,20 +72,25 @@ def env_params_of(cfg: TrainConfig, start_stage: int = 1, max_steps: int | None 
 
 
 def load_policy(
-    path=None, start_stage=1, max_steps=None, env=None, env_params=None, wrap_network=None
-) -> Policy:
+    path=None, start_stage=1, max_steps=None, env=None, env_params=None, wrap_network=None,
+    views=1,
+) -> Policy:  # fmt: skip
     """The policy of checkpoint ``path`` (``None``: the shipped agent).
 
     ``env``/``env_params``: another env whose observations the network reads (default:
     HackMatrix with ``env_params_of``). ``wrap_network(net) -> net`` lets diagnostics alter the
     network (e.g. shift logits, ``benchmarks/siphon_bias.py``); the params load into the
-    unwrapped network's shapes. A missing or mismatched checkpoint is a ``CheckpointError``.
+    unwrapped network's shapes. ``views``: the network averaged over that many of the board's
+    eight symmetries (``symmetry.symmetrized``; 1: the network itself). A missing or
+    mismatched checkpoint is a ``CheckpointError``.
     """
     import jax
 
     from hackmatrix_train import checkpoint as ckpt
     from hackmatrix_train.network import make_network
+    from hackmatrix_train.symmetry import Symmetrized, check_views
 
+    check_views(views)
     path = shipped_policy() if path is None else path
     flat, meta = ckpt.load_params(path)
     cfg = TrainConfig.from_dict(meta["config"])
@@ -104,7 +109,19 @@ def load_policy(
     params = ckpt.unflatten_state(flat, template, source=str(path))
     if wrap_network is not None:
         net = wrap_network(net)
-    return Policy(net.apply, params, env_params, {**meta, "path": str(path)})
+    if views > 1:
+        net = Symmetrized(net, views)
+    return Policy(net.apply, params, env_params, {**meta, "path": str(path), "views": views})
+
+
+def check_random_views(random: bool, views: int) -> None:
+    """A ``ValueError`` for ``--views`` beside ``--random`` (no network to average) or out of
+    1..8."""
+    from hackmatrix_train.symmetry import check_views
+
+    check_views(views)
+    if random and views != 1:
+        raise ValueError("--views averages the checkpoint's network; --random has none")
 
 
 def random_policy(start_stage=1, max_steps=None) -> Policy:
@@ -135,14 +152,14 @@ def search_config(policy: Policy, **overrides):
 def evaluate_checkpoint(
     path=None, episodes=100, greedy=True, seed=0, start_stage=1, max_steps=None, random=False,
     env=None, env_params=None, wrap_network=None, search=(), search_fn=None, report=None,
-    layout="shared",
+    layout="shared", views=1,
 ) -> dict:  # fmt: skip
     """``hm-eval``: the summary of ``episodes`` episodes of a saved policy (``None``: the shipped
     agent), or of the random masked policy, from ``start_stage``.
 
     ``search``: ``SearchConfig`` overrides, one dict per search row (``summary["search"]``).
     ``search_fn``: the search those rows play (``search.run_search``'s signature; None: itself).
-    ``wrap_network``, ``env``, ``env_params``: as ``load_policy``'s. ``report``
+    ``wrap_network``, ``env``, ``env_params``, ``views``: as ``load_policy``'s. ``report``
     (``progress.Reporter``; None: silent) hears of each compile and sees the episodes' progress.
     ``layout``: how the programs of a run with search rows compile, the same summary each way
     (``hm-bench eval-start`` compares them): ``"shared"``, every row on one compiled game step,
@@ -161,6 +178,7 @@ def evaluate_checkpoint(
         raise ValueError(f"layout must be shared, beside or sequential, got {layout!r}")
     if random and not greedy:  # the same refusal as hm-watch's
         raise ValueError("--sampled chooses the checkpoint's actions; --random has none")
+    check_random_views(random, views)
     check_env_args(start_stage, max_steps)
     # said before JAX and the game load (seconds): a command's first line comes at once
     name = "random" if random else ("greedy" if greedy else "sampled")
@@ -178,7 +196,7 @@ def evaluate_checkpoint(
     if random and path is None and not injected:
         policy = random_policy(start_stage, max_steps)
     else:
-        policy = load_policy(path, start_stage, max_steps, env, env_params, wrap_network)
+        policy = load_policy(path, start_stage, max_steps, env, env_params, wrap_network, views)
     program_names = ()
     if not injected:
         from hackmatrix_env import HackMatrix
@@ -217,6 +235,7 @@ def evaluate_checkpoint(
     summary["env_steps"] = policy.meta.get("env_steps")
     summary["start_stage"] = start_stage
     summary["eval_seed"] = seed
+    summary["views"] = 1 if random else views
     summary["disabled_programs"] = disabled
     if search:
         summary["search"] = []

@@ -32,12 +32,13 @@ EVAL_REPLAY_EPISODES = 20  # hm-eval --replay keeps the page small: the first 20
 
 def record(
     checkpoint=None, random=False, actions=None, episodes=4, greedy=True, seed=0,
-    start_stage=1, max_steps=None, search=None, report=None,
+    start_stage=1, max_steps=None, search=None, report=None, views=1,
 ):  # fmt: skip
     """``(episodes, description, action log)`` for the chosen policy (module doc).
 
     ``search``: ``SearchConfig`` overrides (``num_simulations`` at least) of a search that plays
-    instead of the network. No checkpoint, no ``random`` and no ``actions``: the shipped agent.
+    instead of the network. ``views``: ``load_policy``'s. No checkpoint, no ``random`` and no
+    ``actions``: the shipped agent.
     ``report`` (``progress.Reporter``; None: silent) hears of the compile and the recording.
     """
     from hackmatrix_env import EnvParams
@@ -46,16 +47,23 @@ def record(
     from hackmatrix_train import progress
 
     report = progress.QUIET if report is None else report
-    from hackmatrix_train.policy import check_env_args, load_policy, random_policy, search_config
+    from hackmatrix_train.policy import (
+        check_env_args,
+        check_random_views,
+        load_policy,
+        random_policy,
+        search_config,
+    )
 
     check_env_args(start_stage, max_steps)
     if episodes < 1:
         raise ValueError(f"--episodes must be >= 1, got {episodes}")
     check_search_args(search, random, actions, greedy)
+    check_random_views(random, views)
     policy, what = None, "random masked policy"
     if not random and (checkpoint is not None or actions is None):
-        policy = load_policy(checkpoint, start_stage, max_steps)
-        mode = "greedy" if greedy else "sampled"
+        policy = load_policy(checkpoint, start_stage, max_steps, views=views)
+        mode = ("greedy" if greedy else "sampled") + (f", {views} views" if views > 1 else "")
         what = f"{Path(policy.meta['path']).name} ({mode}, update {policy.meta.get('update')})"
     if actions is not None:
         log = ep_mod.read_action_log(actions)
@@ -113,7 +121,7 @@ def write_gif(path, episode, interval: int = 250) -> Path:
 
 def write_eval_replay(
     path, checkpoint, episodes, greedy, seed, start_stage, max_steps, random, search=None,
-    report=None,
+    report=None, views=1,
 ):  # fmt: skip
     """``hm-eval --replay``: the HTML replay of the first evaluated episodes (module doc).
 
@@ -133,7 +141,7 @@ def write_eval_replay(
     if random and checkpoint is None:
         policy = random_policy(start_stage, max_steps)
     else:
-        policy = load_policy(checkpoint, start_stage, max_steps)
+        policy = load_policy(checkpoint, start_stage, max_steps, views=1 if random else views)
     disabled = () if random else policy.disabled
     search_cfg = None if search is None else search_config(policy, **search)
     apply_fn = None if random else policy.apply_fn

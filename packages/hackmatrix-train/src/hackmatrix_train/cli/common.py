@@ -104,6 +104,9 @@ def add_policy_options(p, episodes: int, seed_help: str) -> None:
         ("--seed", seed_help, {"type": int, "default": 0}),
         ("--start-stage", "play from this stage (1 = the real game)", {"type": int, "default": 1}),
         ("--max-steps-in-episode", "step limit (default: the checkpoint's)", {"type": int}),
+        ("--views", "the network averaged over this many of the board's 8 symmetries, each "
+         "view's answer mapped back (1: the network itself; 8: the best play measured)",
+         {"type": int, "default": 1}),
     ))  # fmt: skip
     p.set_defaults(greedy=None)  # before the flags: it would become both flags' default
     mode = p.add_mutually_exclusive_group()

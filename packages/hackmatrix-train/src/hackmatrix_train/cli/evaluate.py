@@ -94,12 +94,14 @@ def main(argv=None) -> int:
         summary = evaluate_checkpoint(
             args.checkpoint, args.episodes, args.greedy, args.seed, args.start_stage,
             args.max_steps_in_episode, args.random, search=rows, report=progress.Reporter(),
+            views=args.views,
         )  # fmt: skip
     except (CheckpointError, ValueError) as e:
         return fail("hm-eval", str(e))
     name = Path(summary["checkpoint"]).name if summary["checkpoint"] else "no checkpoint"
-    title = (f"hm-eval {name}: {summary['episodes']} episodes from stage {args.start_stage}, "
-             f"seed {args.seed}")  # fmt: skip
+    views = f", {args.views} views" if args.views > 1 else ""
+    title = (f"hm-eval {name}{views}: {summary['episodes']} episodes from stage "
+             f"{args.start_stage}, seed {args.seed}")  # fmt: skip
     print(format_summaries([summary, *summary.get("search", ())], title))
     if args.json:
         text = json.dumps(summary, indent=1)
@@ -115,6 +117,7 @@ def main(argv=None) -> int:
         path = write_eval_replay(
             args.replay, args.checkpoint, args.episodes, args.greedy, args.seed,
             args.start_stage, args.max_steps_in_episode, args.random, first, progress.Reporter(),
+            args.views,
         )  # fmt: skip
         print(f"wrote {path}")
     return 0

@@ -37,6 +37,8 @@ def build_parser() -> argparse.ArgumentParser:
         ("--hint-policy", "the checkpoint whose network guides the hint's search (default: the "
          f"shipped agent, {SHIPPED_POLICY})", {}),
         ("--search-simulations", "simulations per hint", {"type": int, "default": 32}),
+        ("--views", "the hint's network averaged over this many of the board's 8 symmetries "
+         "(1: the network itself)", {"type": int, "default": 1}),
     ))  # fmt: skip
     add_search_flags(p)
     compile_cache.add_arguments(p)
@@ -56,6 +58,8 @@ def main(argv=None) -> int:
         return fail("hm-play", "--max-steps must be >= 1")
     if set(search_overrides(args)) - {"num_simulations"} and not args.hint:
         return fail("hm-play", "the --search-* flags set the hint's search: give --hint")
+    if args.views != 1 and not args.hint:
+        return fail("hm-play", "--views sets the hint's network: give --hint")
     if problem := tree_bonus_problem(args):
         return fail("hm-play", problem)
     if args.hint and args.swift:
@@ -80,7 +84,7 @@ def main(argv=None) -> int:
         hinter = None
         if args.hint:
             hinter = Hinter(args.hint_policy, args.search_simulations, args.max_steps,
-                            **search_overrides(args))  # fmt: skip
+                            args.views, **search_overrides(args))  # fmt: skip
         if args.swift:
             game = SwiftPlay(args.seed, args.stage, scenario, args.swift_bin)
         else:

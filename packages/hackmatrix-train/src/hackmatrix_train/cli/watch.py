@@ -79,6 +79,7 @@ def main(argv=None) -> int:
         eps, what, log = record(
             args.checkpoint, args.random, args.actions, args.episodes, args.greedy, args.seed,
             args.start_stage, args.max_steps_in_episode, search, progress.Reporter(),
+            args.views,
         )  # fmt: skip
         if args.gif and not 0 <= args.gif_episode < len(eps):
             raise ValueError(f"--gif-episode must be in 0..{len(eps) - 1}")
