@@ -235,7 +235,8 @@ def evaluate_checkpoint(
     summary["env_steps"] = policy.meta.get("env_steps")
     summary["start_stage"] = start_stage
     summary["eval_seed"] = seed
-    summary["views"] = 1 if random else views
+    if views > 1:  # one view, the network itself: the summary of every earlier evaluation
+        summary["views"] = views
     summary["disabled_programs"] = disabled
     if search:
         summary["search"] = []

@@ -20,9 +20,9 @@ first). Measured on the shipped agent (experiments/long_game.md, "The board's sy
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 
 import numpy as np
-from flax import struct
 from hackmatrix_env.constants import DIR_OFFSETS, GRID_SIZE, Action
 
 NUM_VIEWS = 8
@@ -30,9 +30,11 @@ NUM_VIEWS = 8
 PROGRAM_CHANNEL_OFFSET = 7
 
 
-@struct.dataclass
+@dataclass(frozen=True)
 class Symmetry:
-    """One symmetry of the square: axes swapped (a transpose), then rows and columns flipped."""
+    """One symmetry of the square: axes swapped (a transpose), then rows and columns flipped.
+    A static setting, not a pytree (and no flax: the commands check ``--views`` before flax
+    loads)."""
 
     swap: bool
     flip_rows: bool
