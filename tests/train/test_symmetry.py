@@ -3,6 +3,8 @@ checked against the game's own moves, and the network averaged over them."""
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import itertools
 
 import jax
@@ -10,12 +12,21 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from hackmatrix_env import HackMatrix
-from hackmatrix_env.constants import Action
+from hackmatrix_env.constants import REWARD_COMPONENTS, Action
 from hackmatrix_train import symmetry
+from hackmatrix_train.cli.train import build_parser, config_from_args
+from hackmatrix_train.config import TrainConfig
 from hackmatrix_train.network import make_network
+from hackmatrix_train.ppo import ppo_loss, sample_actor
+from hackmatrix_train.rollout import collect_rollout
+from hackmatrix_train.stats import init_episode_acc
+from hackmatrix_train.trainer import make_train
+from hackmatrix_train.update import Learner
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from train.recipes import plain_ppo
 from train.test_network import moved_params
+from train.train_probes import ProbeParams, ProbeSuite
 
 ROW_CHANNEL = int(Action.ROW) + symmetry.PROGRAM_CHANNEL_OFFSET
 COL_CHANNEL = int(Action.COL) + symmetry.PROGRAM_CHANNEL_OFFSET
@@ -188,3 +199,94 @@ def test_hm_eval_with_views_says_so_in_its_title_and_summary(tmp_path, capsys):
     import json
 
     assert json.loads(out.read_text())["views"] == 8
+
+
+def test_a_state_view_is_a_function_of_the_observation_alone(played):
+    """``state_view`` gives every observation one of the eight views, the same one eagerly and
+    compiled, wherever the observation sits in a batch and alone: the rollout and the loss,
+    which see one stored observation in different batches and programs, agree on its view."""
+    obs = played[0]
+    index = np.asarray(symmetry.state_view(obs))
+    assert index.shape == (64,) and set(index.tolist()) == set(range(8))
+    np.testing.assert_array_equal(np.asarray(jax.jit(symmetry.state_view)(obs)), index)
+    order = np.random.default_rng(0).permutation(64)
+    shuffled = jax.tree.map(lambda x: x[order], obs)
+    np.testing.assert_array_equal(np.asarray(symmetry.state_view(shuffled)), index[order])
+    alone = jax.tree.map(lambda x: x[5], obs)
+    assert int(symmetry.state_view(alone)) == index[5]
+    moved = obs._replace(player=obs.player.at[:, 2].add(0.5))  # another state, another hash
+    assert (np.asarray(symmetry.state_view(moved)) != index).any()
+
+
+def test_a_network_through_state_views_answers_each_state_in_its_own_view(played):
+    """``viewed_by_state``: each row is the network's answer on that row's view, its logits
+    mapped back to the state's actions and its value the view's."""
+    net = make_network("grid", 28, 32, 2)
+    params = moved_params(net, 5)
+    obs = played[0]
+    logits, value = symmetry.viewed_by_state(net.apply)(params, obs)
+    index = np.asarray(symmetry.state_view(obs))
+    for sym_index, sym in enumerate(symmetry.SYMMETRIES):
+        rows = np.flatnonzero(index == sym_index)
+        part = jax.tree.map(lambda x, rows=rows: x[rows], obs)
+        vlogits, vvalue = net.apply(params, symmetry.view_observation(part, sym))
+        back = symmetry.view_tables(sym)[1]
+        np.testing.assert_allclose(logits[rows], vlogits[:, back], atol=1e-5)
+        np.testing.assert_allclose(value[rows], vvalue, atol=1e-5)
+    plain = net.apply(params, obs)[0]
+    assert not np.allclose(logits[index != 0], plain[index != 0], atol=1e-3)
+
+
+def test_training_through_state_views_stays_on_policy(played):
+    """A rollout through ``viewed_by_state`` and PPO's loss on its rows, shuffled, in another
+    program: the importance ratio is 1 at the rollout's params, to float rounding (the loss
+    sees each state in the rollout's view); the plain network's loss on the same rows is not."""
+    env = HackMatrix()
+    net = make_network("grid", 28, 32, 2)
+    params = moved_params(net, 7)
+    apply = symmetry.viewed_by_state(net.apply)
+    obs, state = jax.vmap(env.reset, (0, None))(jax.random.split(jax.random.key(3), 16),
+                                                env.default_params)  # fmt: skip
+    acc = init_episode_acc(16, len(REWARD_COMPONENTS))
+    rollout = jax.jit(lambda p: collect_rollout(
+        sample_actor(None, apply), lambda q, o: apply(q, o)[1], jax.random.key(4), p, env,
+        env.default_params, state, obs, acc, 8,
+    )[3])  # fmt: skip
+    traj = rollout(params)
+    flat = jax.tree.map(lambda x: x.reshape((-1, *x.shape[2:])), traj)
+    flat = jax.tree.map(lambda x: x[np.random.default_rng(1).permutation(128)], flat)
+    adv = jnp.linspace(-1.0, 1.0, 128)
+
+    @functools.partial(jax.jit, static_argnums=0)
+    def deviation(apply_fn, p, batch):
+        return ppo_loss(p, apply_fn, batch, adv, adv, 0.2, 0.5, 0.01)[1]["ratio_max_dev"]
+
+    assert float(deviation(apply, params, flat)) < 1e-5
+    assert float(deviation(net.apply, params, flat)) > 0.05
+
+
+def test_hm_train_random_views_trains_the_network_through_its_views(played):
+    """``--random-views`` hands the learner the network through state views (the plain
+    network stays the run's: its checkpoints and evaluations); refused off HackMatrix."""
+    cfg, explicit = config_from_args(build_parser().parse_args(["--random-views"]))
+    assert cfg.random_views and "random_views" in explicit
+    assert not config_from_args(build_parser().parse_args([]))[0].random_views
+    given = []
+
+    def spy(cfg, apply_fn, env, env_params, axis_name=None, **kw):
+        given.append(apply_fn)
+        return lambda runner, sched: (runner, ({}, {}))
+
+    small = dict(num_envs=4, num_steps=4, total_timesteps=16, num_minibatches=1, time_budget=None,
+                 disabled_programs=())  # fmt: skip
+    for views in (True, False):
+        cfg = dataclasses.replace(TrainConfig(**small), random_views=views, init_params=None)
+        trainer = make_train(cfg, HackMatrix(), learner=Learner("spy", spy))
+        params = moved_params(trainer.network, 2)
+        obs = played[0]
+        want = (symmetry.viewed_by_state(trainer.network.apply) if views
+                else trainer.network.apply)(params, obs)  # fmt: skip
+        np.testing.assert_allclose(given[-1](params, obs)[0], want[0], atol=1e-6)
+    with pytest.raises(ValueError, match="--random-views needs HackMatrix"):
+        make_train(plain_ppo(num_envs=4, num_steps=4, total_timesteps=16, random_views=True),
+                   ProbeSuite(), ProbeParams())  # fmt: skip

@@ -92,12 +92,10 @@ class TrainConfig:
     num_minibatches: int = flag(4, "minibatches per epoch (auto-scaled for large batches)", KNOBS)
     update_epochs: int = flag(4, "passes over each rollout per update", KNOBS)
     clip_eps: float = flag(0.2, "PPO's clip range of the probability ratio", KNOBS)
-    # None is the PPO2 convention (ppo.value_loss)
     vf_clip_eps: float | None = flag(None, "clip range of the value loss around the rollout's "
                                      "value, in return units (0: no value clipping; default: "
                                      "--clip-eps)", KNOBS, type=float)  # fmt: skip
     max_grad_norm: float = flag(0.5, "global gradient-norm clip", KNOBS)
-    # a target network for GAE's bootstrap (value_target.py)
     value_target_tau: float = flag(0.0, "a target network: GAE reads the value of a Polyak "
                                    "average of the params, moved this far toward them after "
                                    "every gradient step (0: off, the rollout's own value; 1: "
@@ -191,6 +189,13 @@ class TrainConfig:
     res_blocks: int = flag(0, "residual 3x3 blocks after a grid network's convolution; a "
                            "warm start from fewer blocks adds them with its function kept",
                            KNOBS)  # fmt: skip
+    random_views: bool = flag(
+        False,
+        "train through the board's 8 symmetries: the network sees "
+        "each state in the view its hash picks",
+        KNOBS,
+        **SWITCH,
+    )
     # env
     max_steps_in_episode: int = flag(1000, "truncation limit (EnvParams)", KNOBS)
     history_depth: int = flag(HISTORY_DEPTH, "UNDO snapshots kept (EnvParams.history_depth); "

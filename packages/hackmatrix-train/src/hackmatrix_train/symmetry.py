@@ -15,6 +15,11 @@ the renormalized geometric mean of the views' policies), and the mean of their v
 views go through the network as one batch. ``views`` 1 is the network itself (the identity
 first). Measured on the shipped agent (experiments/long_game.md, "The board's symmetries"):
 8 views lift its greedy play and its search.
+
+``viewed_by_state(apply_fn)`` is the network asked through one view per state, the view
+chosen by a hash of the observation's bits (``state_view``): training through it
+(``hm-train --random-views``) shows the network every state in one of its eight orientations,
+the same one in the rollout and in the loss, so the run stays on-policy with nothing stored.
 """
 
 from __future__ import annotations
@@ -158,3 +163,63 @@ class Symmetrized:
 
     def init(self, *args, **kwargs):
         return self.net.init(*args, **kwargs)
+
+
+# odd multipliers for the observation's words (fixed: a state's view is the same in every run)
+_HASH_SEED = 0x5EED
+
+
+@functools.cache
+def _hash_weights(size: int) -> np.ndarray:
+    rng = np.random.default_rng(_HASH_SEED)
+    return (rng.integers(0, 2**31, size, dtype=np.uint64) * 2 + 1).astype(np.uint32)
+
+
+def state_view(obs):
+    """int32[...]: a view index in 0..7 for each observation of a batch, a hash of its bits.
+
+    Integer arithmetic (a weighted sum of the words mod 2^32, then murmur3's finalizer) gives
+    the same index for the same observation in any program and any order of summation: the
+    rollout and the loss, which see the same stored observation, see it through one view."""
+    import jax
+    import jax.numpy as jnp
+
+    batch = obs.action_mask.shape[:-1]
+    words = []
+    for leaf in (obs.player, obs.programs, obs.grid):
+        leaf = leaf.reshape((*batch, -1))
+        if jnp.issubdtype(leaf.dtype, jnp.floating):
+            leaf = jax.lax.bitcast_convert_type(leaf.astype(jnp.float32), jnp.uint32)
+        words.append(leaf.astype(jnp.uint32))
+    words = jnp.concatenate(words, axis=-1)
+    h = jnp.sum(words * jnp.asarray(_hash_weights(words.shape[-1])), axis=-1, dtype=jnp.uint32)
+    for shift, mult in ((16, 0x85EBCA6B), (13, 0xC2B2AE35), (16, None)):
+        h = h ^ (h >> shift)
+        h = h if mult is None else h * jnp.uint32(mult)
+    return (h >> 29).astype(jnp.int32)  # the top three bits
+
+
+def viewed_by_state(apply_fn):
+    """``apply(params, obs, **kw)``: ``apply_fn`` on each observation seen through its own
+    view (``state_view``), the logits mapped back to the state's actions; the value (and any
+    further output) as the view gives it. A network trained through it meets every state in
+    the orientation its hash picks: data augmentation over the board's symmetries."""
+
+    def apply(params, obs, **kwargs):
+        import jax
+        import jax.numpy as jnp
+
+        index = state_view(obs)
+        views = [view_observation(obs, sym) for sym in SYMMETRIES]
+
+        def pick(*leaves):  # each row's own view
+            stacked = jnp.stack(leaves)
+            where = index.reshape((1, *index.shape) + (1,) * (stacked.ndim - index.ndim - 1))
+            return jnp.take_along_axis(stacked, where, axis=0)[0]
+
+        out = apply_fn(params, jax.tree.map(pick, *views), **kwargs)
+        back = np.stack([view_tables(s, out[0].shape[-1])[1] for s in SYMMETRIES])
+        logits = jnp.take_along_axis(out[0], jnp.asarray(back)[index], axis=-1)
+        return (logits, *out[1:])
+
+    return apply

@@ -23,6 +23,7 @@ from hackmatrix_train.config import TrainConfig, has_program_bonus, validate
 from hackmatrix_train.network import make_network
 from hackmatrix_train.schedules import Schedule, make_optimizer, make_schedule
 from hackmatrix_train.stats import EnvNames, env_names, episode_metrics, init_episode_acc
+from hackmatrix_train.symmetry import viewed_by_state
 from hackmatrix_train.update import Learner, RunnerState, add_metrics
 
 AXIS = "data"
@@ -46,6 +47,9 @@ def check_env_flags(cfg: TrainConfig, env, env_params, names: EnvNames) -> None:
             raise ValueError(f"{flag} needs an observation with a `programs` field (HackMatrix)")
     if cfg.away_penalty > 0 and not hasattr(state1, "game"):
         raise ValueError("--away-penalty needs HackMatrix's state (its exit and distances)")
+    if cfg.random_views and not names.is_hackmatrix:
+        raise ValueError("--random-views needs HackMatrix's board and actions (its 6x6 grid, "
+                         f"moves, ROW and COL); this env has {names.num_actions} actions")  # fmt: skip
     if cfg.explore_floor > 0 and not names.is_hackmatrix:
         raise ValueError(
             "--explore-floor needs the HackMatrix action space (its siphon and program "
@@ -170,8 +174,10 @@ class Trainer:
         """The learner's ``update(runner, sched)``, built with ``frozen`` (the chunk's argument,
         traced inside it) when the learner has frozen arrays."""
         extra = {} if self.learner.frozen is None else {"frozen": frozen}
+        apply = self.network.apply  # with --random-views, each state through its own view
+        apply = viewed_by_state(apply) if self._update_cfg.random_views else apply
         return self.learner.make_update(
-            self._update_cfg, self.network.apply, self.env, self.env_params, axis_name=AXIS,
+            self._update_cfg, apply, self.env, self.env_params, axis_name=AXIS,
             actor=self._actor, loss=self._loss, **extra,
         )  # fmt: skip
 
