@@ -189,13 +189,8 @@ class TrainConfig:
     res_blocks: int = flag(0, "residual 3x3 blocks after a grid network's convolution; a "
                            "warm start from fewer blocks adds them with its function kept",
                            KNOBS)  # fmt: skip
-    random_views: bool = flag(
-        False,
-        "train through the board's 8 symmetries: the network sees "
-        "each state in the view its hash picks",
-        KNOBS,
-        **SWITCH,
-    )
+    random_views: bool = flag(False, "train through the board's 8 symmetries: the network sees "
+                              "each state in the view its hash picks", KNOBS, **SWITCH)  # fmt: skip
     # env
     max_steps_in_episode: int = flag(1000, "truncation limit (EnvParams)", KNOBS)
     history_depth: int = flag(HISTORY_DEPTH, "UNDO snapshots kept (EnvParams.history_depth); "
